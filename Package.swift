@@ -1,0 +1,100 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "quaked",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "quaked", targets: ["quaked"]),
+        .executable(name: "quake-bench", targets: ["quake-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // libsystemd: sd_notify, sd_listen_fds, sd_journal_sendv.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
+        // No dependencies, no I/O.
+        .target(name: "QuakeFeed"),
+        // The SQLite store: schema, import with dedupe, persistent history, purge.
+        .target(
+            name: "QuakeStore",
+            dependencies: [
+                "QuakeFeed",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
+        .target(
+            name: "QuakeDaemon",
+            dependencies: [
+                "QuakeFeed",
+                "QuakeStore",
+                "CSystemd",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The `quaked` command line: options, --once, daemon start-up.
+        .target(
+            name: "QuakedCLI",
+            dependencies: [
+                "QuakeDaemon",
+                "QuakeStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "quaked", dependencies: ["QuakedCLI"]),
+        .executableTarget(
+            name: "quake-bench",
+            dependencies: [
+                "QuakeFeed",
+                "QuakeStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Shared by the test targets: temp dirs, fixtures, a real HTTP server, process runner.
+        .target(
+            name: "QuakeTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            ]
+        ),
+        .testTarget(
+            name: "QuakeFeedTests",
+            dependencies: ["QuakeFeed", "QuakeTestSupport"]
+        ),
+        .testTarget(
+            name: "QuakeStoreTests",
+            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport"]
+        ),
+        .testTarget(
+            name: "QuakedTests",
+            dependencies: [
+                "QuakeDaemon",
+                "QuakeStore",
+                "QuakeTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,348 @@
+/// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
+/// dispatches on an integer instead of comparing strings. Longer keys it needs get small codes.
+enum Key {
+    static let id: UInt64 = 0x6469  // "id"
+    static let type: UInt64 = 0x6570_7974  // "type"
+    static let geometry: UInt64 = 0x7972_7465_6d6f_6567  // "geometry"
+    static let properties: UInt64 = 1  // "properties" (10 bytes)
+    static let coordinates: UInt64 = 2  // "coordinates" (11 bytes)
+    static let generated: UInt64 = 3  // "generated" (9 bytes)
+    static let mag: UInt64 = 0x67_616d  // "mag"
+    static let place: UInt64 = 0x65_6361_6c70  // "place"
+    static let time: UInt64 = 0x656d_6974  // "time"
+    static let updated: UInt64 = 0x64_6574_6164_7075  // "updated"
+    static let tz: UInt64 = 0x7a74  // "tz"
+    static let url: UInt64 = 0x6c_7275  // "url"
+    static let detail: UInt64 = 0x6c69_6174_6564  // "detail"
+    static let felt: UInt64 = 0x746c_6566  // "felt"
+    static let cdi: UInt64 = 0x69_6463  // "cdi"
+    static let mmi: UInt64 = 0x69_6d6d  // "mmi"
+    static let alert: UInt64 = 0x74_7265_6c61  // "alert"
+    static let status: UInt64 = 0x7375_7461_7473  // "status"
+    static let tsunami: UInt64 = 0x69_6d61_6e75_7374  // "tsunami"
+    static let sig: UInt64 = 0x67_6973  // "sig"
+    static let net: UInt64 = 0x74_656e  // "net"
+    static let code: UInt64 = 0x6564_6f63  // "code"
+    static let ids: UInt64 = 0x73_6469  // "ids"
+    static let sources: UInt64 = 0x73_6563_7275_6f73  // "sources"
+    static let types: UInt64 = 0x73_6570_7974  // "types"
+    static let nst: UInt64 = 0x74_736e  // "nst"
+    static let dmin: UInt64 = 0x6e69_6d64  // "dmin"
+    static let rms: UInt64 = 0x73_6d72  // "rms"
+    static let gap: UInt64 = 0x70_6167  // "gap"
+    static let magType: UInt64 = 0x65_7079_5467_616d  // "magType"
+    static let title: UInt64 = 0x65_6c74_6974  // "title"
+    static let features: UInt64 = 0x7365_7275_7461_6566  // "features"
+    static let metadata: UInt64 = 0x6174_6164_6174_656d  // "metadata"
+    static let api: UInt64 = 0x69_7061  // "api"
+    static let count: UInt64 = 0x74_6e75_6f63  // "count"
+}
+
+/// Decoding of the feed's own objects (features, metadata) on top of `JSONReader`.
+extension JSONReader {
+    /// Reads an object key (the reader is at its opening quote) and the colon after it;
+    /// returns the key's code (see `Key`), 0 for keys the feed format does not use.
+    @inline(__always) mutating func key() throws(ReadStop) -> UInt64 {
+        try expectKey()
+        let s = try scanString()
+        try expectColon()
+        let n = s.end - s.start
+        if s.escaped {
+            unescape(s.start, s.end)
+            // NUL (only possible through \u0000) would be ambiguous with the packing's zero padding.
+            guard scratch.count <= 8, !scratch.contains(0) else { return longKeyCode(s) }
+            return scratch.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        if n > 8 { return longKeyCode(s) }
+        // Load 8 bytes around the key and mask off the neighbours: no per-byte loop.
+        if s.start + 8 <= end {
+            let w = p.loadUnaligned(fromByteOffset: s.start, as: UInt64.self)
+            return n == 8 ? w : w & ((1 << (UInt64(n) * 8)) - 1)
+        }
+        if s.end >= 8 {
+            let w = p.loadUnaligned(fromByteOffset: s.end - 8, as: UInt64.self)
+            return n == 0 ? 0 : w >> (UInt64(8 - n) * 8)
+        }
+        var code: UInt64 = 0
+        for k in (s.start..<s.end).reversed() { code = code << 8 | UInt64(byte(k)) }
+        return code
+    }
+
+    private mutating func longKeyCode(_ s: (start: Int, end: Int, escaped: Bool)) -> UInt64 {
+        if stringEquals(s, "properties") { return Key.properties }
+        if stringEquals(s, "coordinates") { return Key.coordinates }
+        if stringEquals(s, "generated") { return Key.generated }
+        return 0
+    }
+
+    /// Decodes one element of `features` (at `i`, after whitespace). `depth` is the element's depth.
+    mutating func feature(index: Int, depth: Int) throws(ReadStop) -> FeedItem {
+        let c = try nextNonWS()
+        guard c == UInt8(ascii: "{") else {
+            try skipValue(depth: depth)
+            return .skipped(.notAnObject, index: index, detail: "feature: expected an object, found \(jsonTypeName(c))")
+        }
+        try enter(depth)
+        i &+= 1
+        var f = FeedFeature(id: "", time: 0)
+        var id: String?
+        var idProblem = "id: missing"
+        var time: Int64?
+        var timeProblem = "properties.time: missing"
+        var invalid: String?  // the first invalid field, in document order
+        if try nextNonWS() == UInt8(ascii: "}") {
+            i &+= 1
+        } else {
+            repeat {
+                switch try key() {
+                case Key.id:
+                    let v = try nextNonWS()
+                    id = nil
+                    if v == UInt8(ascii: "\"") {
+                        let s = try scanString()
+                        if s.end > s.start { id = string(s) } else { idProblem = "id: empty string" }
+                    } else {
+                        try skipValue(depth: depth + 1)
+                        idProblem = "id: expected a string, found \(jsonTypeName(v))"
+                    }
+                case Key.type:
+                    let v = try nextNonWS()
+                    if v == UInt8(ascii: "\"") {
+                        let s = try scanString()
+                        if !stringEquals(s, "Feature") && invalid == nil {
+                            invalid = "type: expected \"Feature\", found \"\(string(s))\""
+                        }
+                    } else {
+                        try skipValue(depth: depth + 1)
+                        if invalid == nil { invalid = "type: expected \"Feature\", found \(jsonTypeName(v))" }
+                    }
+                case Key.properties:
+                    let v = try nextNonWS()
+                    time = nil
+                    if v == UInt8(ascii: "{") {
+                        timeProblem = "properties.time: missing"
+                        try properties(&f, &time, &timeProblem, &invalid, depth: depth + 1)
+                    } else {
+                        try skipValue(depth: depth + 1)
+                        if v != UInt8(ascii: "n") {
+                            timeProblem = "properties: expected an object or null, found \(jsonTypeName(v))"
+                        }
+                    }
+                case Key.geometry:
+                    f.lon = nil; f.lat = nil; f.depth = nil
+                    let v = try nextNonWS()
+                    if v == UInt8(ascii: "{") {
+                        try geometry(&f, &invalid, depth: depth + 1)
+                    } else {
+                        try skipValue(depth: depth + 1)
+                        if v != UInt8(ascii: "n") && invalid == nil {
+                            invalid = "geometry: expected an object or null, found \(jsonTypeName(v))"
+                        }
+                    }
+                default:
+                    try skipValue(depth: depth + 1)
+                }
+            } while try !endOfObject()
+        }
+        guard let id else { return .skipped(.missingID, index: index, detail: idProblem) }
+        guard let time else { return .skipped(.missingTime, index: index, detail: timeProblem) }
+        if let invalid { return .skipped(.invalidField, index: index, detail: invalid) }
+        f.id = id
+        f.time = time
+        return .feature(f, index: index)
+    }
+
+    /// The `properties` object (at its `{`).
+    private mutating func properties(
+        _ f: inout FeedFeature, _ time: inout Int64?, _ timeProblem: inout String, _ invalid: inout String?, depth: Int
+    ) throws(ReadStop) {
+        try enter(depth)
+        i &+= 1
+        if try nextNonWS() == UInt8(ascii: "}") { i &+= 1; return }
+        repeat {
+            switch try key() {
+            case Key.mag: f.mag = try double("mag", &invalid, depth)
+            case Key.place: f.place = try string("place", &invalid, depth)
+            case Key.time:
+                time = nil
+                let v = try nextNonWS()
+                if v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")) {
+                    let n = try scanNumber()
+                    // Strict: an integer literal, not 1.7e12 or 1700000000000.0.
+                    if n.isInteger, let t = int64(n) {
+                        time = t
+                    } else {
+                        timeProblem = n.isInteger
+                            ? "properties.time: integer out of range"
+                            : "properties.time: expected an integer, found a number with a fraction or exponent"
+                    }
+                } else {
+                    try skipValue(depth: depth + 1)
+                    timeProblem = v == UInt8(ascii: "n")
+                        ? "properties.time: null" : "properties.time: expected an integer, found \(jsonTypeName(v))"
+                }
+            case Key.updated: f.updated = try integer("updated", &invalid, depth)
+            case Key.tz: f.tz = try integer("tz", &invalid, depth)
+            case Key.url: f.url = try string("url", &invalid, depth)
+            case Key.detail: f.detail = try string("detail", &invalid, depth)
+            case Key.felt: f.felt = try integer("felt", &invalid, depth)
+            case Key.cdi: f.cdi = try double("cdi", &invalid, depth)
+            case Key.mmi: f.mmi = try double("mmi", &invalid, depth)
+            case Key.alert: f.alert = try string("alert", &invalid, depth)
+            case Key.status:
+                f.status = try string("status", &invalid, depth).map { s in
+                    // Old data says "REVIEWED"; skip the Unicode lower-casing when nothing changes.
+                    s.utf8.contains { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || $0 >= 0x80 } ? s.lowercased() : s
+                }
+            case Key.tsunami: f.tsunami = try integer("tsunami", &invalid, depth)
+            case Key.sig: f.sig = try integer("sig", &invalid, depth)
+            case Key.net: f.net = try string("net", &invalid, depth)
+            case Key.code: f.code = try string("code", &invalid, depth)
+            case Key.ids: f.ids = try string("ids", &invalid, depth)
+            case Key.sources: f.sources = try string("sources", &invalid, depth)
+            case Key.types: f.types = try string("types", &invalid, depth)
+            case Key.nst: f.nst = try integer("nst", &invalid, depth)
+            case Key.dmin: f.dmin = try double("dmin", &invalid, depth)
+            case Key.rms: f.rms = try double("rms", &invalid, depth)
+            case Key.gap: f.gap = try double("gap", &invalid, depth)
+            case Key.magType: f.magType = try string("magType", &invalid, depth)
+            case Key.type: f.type = try string("type", &invalid, depth)
+            case Key.title: f.title = try string("title", &invalid, depth)
+            default: try skipValue(depth: depth + 1)
+            }
+        } while try !endOfObject()
+    }
+
+    /// A property value that must be a number or null. `depth` is the enclosing object's.
+    @inline(__always) private mutating func double(
+        _ name: StaticString, _ invalid: inout String?, _ depth: Int
+    ) throws(ReadStop) -> Double? {
+        let v = try nextNonWS()
+        if v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")) {
+            return double(try scanNumber())
+        }
+        try wrongType(v, name, "a number or null", &invalid, depth)
+        return nil
+    }
+
+    /// A property value that must be an integer (or an integral number) or null.
+    @inline(__always) private mutating func integer(
+        _ name: StaticString, _ invalid: inout String?, _ depth: Int
+    ) throws(ReadStop) -> Int64? {
+        let v = try nextNonWS()
+        if v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")) {
+            let n = try scanNumber()
+            if let value = int64(n) { return value }
+            if invalid == nil {
+                invalid = "properties.\(name): expected an integer or null, found "
+                    + (n.isInteger ? "an integer out of range" : "a number with a fraction")
+            }
+            return nil
+        }
+        try wrongType(v, name, "an integer or null", &invalid, depth)
+        return nil
+    }
+
+    /// A property value that must be a string or null.
+    @inline(__always) private mutating func string(
+        _ name: StaticString, _ invalid: inout String?, _ depth: Int
+    ) throws(ReadStop) -> String? {
+        let v = try nextNonWS()
+        if v == UInt8(ascii: "\"") { return string(try scanString()) }
+        try wrongType(v, name, "a string or null", &invalid, depth)
+        return nil
+    }
+
+    /// Skips a property value that is null (fine) or of the wrong type (recorded in `invalid`).
+    private mutating func wrongType(
+        _ v: UInt8, _ name: StaticString, _ expected: String, _ invalid: inout String?, _ depth: Int
+    ) throws(ReadStop) {
+        try skipValue(depth: depth + 1)
+        if v != UInt8(ascii: "n") && invalid == nil {
+            invalid = "properties.\(name): expected \(expected), found \(jsonTypeName(v))"
+        }
+    }
+
+    /// The `geometry` object (at its `{`): `coordinates` must be [lon, lat] or [lon, lat, depth],
+    /// each a number or null.
+    private mutating func geometry(_ f: inout FeedFeature, _ invalid: inout String?, depth: Int) throws(ReadStop) {
+        try enter(depth)
+        i &+= 1
+        var problem: String? = "geometry.coordinates: missing"
+        if try nextNonWS() == UInt8(ascii: "}") {
+            i &+= 1
+        } else {
+            repeat {
+                guard try key() == Key.coordinates else { try skipValue(depth: depth + 1); continue }
+                f.lon = nil; f.lat = nil; f.depth = nil
+                problem = "geometry.coordinates: expected an array of 2 or 3 numbers"
+                guard try nextNonWS() == UInt8(ascii: "[") else { try skipValue(depth: depth + 1); continue }
+                try enter(depth + 1)
+                i &+= 1
+                var count = 0
+                var allNumbers = true
+                if try nextNonWS() == UInt8(ascii: "]") {
+                    i &+= 1
+                } else {
+                    repeat {
+                        let v = try nextNonWS()
+                        var value: Double?
+                        if v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")) {
+                            value = double(try scanNumber())
+                        } else {
+                            try skipValue(depth: depth + 2)
+                            if v != UInt8(ascii: "n") { allNumbers = false }
+                        }
+                        switch count {
+                        case 0: f.lon = value
+                        case 1: f.lat = value
+                        case 2: f.depth = value
+                        default: break
+                        }
+                        count += 1
+                    } while try !endOfArray()
+                }
+                problem = allNumbers && (count == 2 || count == 3) ? nil : problem
+            } while try !endOfObject()
+        }
+        if let problem {
+            f.lon = nil; f.lat = nil; f.depth = nil
+            if invalid == nil { invalid = problem }
+        }
+    }
+
+    /// The top-level `metadata` value (at `i`): known fields of the right type, others ignored.
+    mutating func metadata(depth: Int) throws(ReadStop) -> FeedMetadata {
+        var m = FeedMetadata()
+        guard try nextNonWS() == UInt8(ascii: "{") else {
+            try skipValue(depth: depth)
+            return m
+        }
+        try enter(depth)
+        i &+= 1
+        if try nextNonWS() == UInt8(ascii: "}") { i &+= 1; return m }
+        repeat {
+            let k = try key()
+            let v = try nextNonWS()
+            if v == UInt8(ascii: "\"") && (k == Key.url || k == Key.title || k == Key.api) {
+                let s = string(try scanString())
+                switch k {
+                case Key.url: m.url = s
+                case Key.title: m.title = s
+                default: m.api = s
+                }
+            } else if (v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")))
+                && (k == Key.generated || k == Key.status || k == Key.count) {
+                let n = int64(try scanNumber())
+                switch k {
+                case Key.generated: m.generated = n
+                case Key.status: m.status = n.flatMap { Int(exactly: $0) }
+                default: m.count = n.flatMap { Int(exactly: $0) }
+                }
+            } else {
+                try skipValue(depth: depth + 1)
+            }
+        } while try !endOfObject()
+        return m
+    }
+}

@@ -1,0 +1,77 @@
+/// One earthquake as the USGS GeoJSON summary feed describes it.
+///
+/// Property names and types follow the feed (see the USGS GeoJSON summary format). Every property
+/// but `time` may be absent or `null`; absent and `null` both decode to `nil`. Times are integer
+/// milliseconds since the Unix epoch, as in the feed. `status` is normalised to lower case because
+/// old data uses upper case.
+public struct FeedFeature: Sendable, Hashable, Codable {
+    /// The feature `id`: the event's preferred id (`net` + `code`). The identity quaked dedupes on.
+    public var id: String
+    public var mag: Double?
+    public var place: String?
+    public var time: Int64
+    public var updated: Int64?
+    public var tz: Int64?
+    public var url: String?
+    public var detail: String?
+    public var felt: Int64?
+    public var cdi: Double?
+    public var mmi: Double?
+    public var alert: String?
+    public var status: String?
+    public var tsunami: Int64?
+    public var sig: Int64?
+    public var net: String?
+    public var code: String?
+    /// Every id associated with the event, as a comma list with leading and trailing commas.
+    public var ids: String?
+    public var sources: String?
+    public var types: String?
+    public var nst: Int64?
+    public var dmin: Double?
+    public var rms: Double?
+    public var gap: Double?
+    public var magType: String?
+    public var type: String?
+    public var title: String?
+    /// Longitude in degrees (geometry coordinate 0).
+    public var lon: Double?
+    /// Latitude in degrees (geometry coordinate 1).
+    public var lat: Double?
+    /// Depth in kilometres (geometry coordinate 2); negative above sea level.
+    public var depth: Double?
+
+    public init(id: String, time: Int64) {
+        self.id = id
+        self.time = time
+    }
+
+    /// The ids listed in `ids`, without empty entries, in feed order.
+    public var aliasIDs: [String] {
+        guard let ids else { return [] }
+        return ids.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
+    }
+}
+
+/// Why a feature in a feed was not imported.
+public enum SkipReason: String, Sendable, CaseIterable, Codable, Comparable {
+    /// The element of `features` is not a JSON object.
+    case notAnObject = "not-an-object"
+    /// The feature has no `id`, or its `id` is not a non-empty string.
+    case missingID = "missing-id"
+    /// `properties.time` is absent, `null` or not an integer.
+    case missingTime = "missing-time"
+    /// A property or the geometry has a type the feed format does not allow
+    /// (for example `"mag": "4.5"` or coordinates that are not numbers).
+    case invalidField = "invalid-field"
+
+    public static func < (lhs: SkipReason, rhs: SkipReason) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What the feed parser hands to its consumer, one element of `features` at a time.
+public enum FeedItem: Sendable, Hashable {
+    /// A feature that decoded; `index` is its 0-based position in `features`.
+    case feature(FeedFeature, index: Int)
+    /// A feature that cannot be imported; `detail` says which field and why.
+    case skipped(SkipReason, index: Int, detail: String)
+}

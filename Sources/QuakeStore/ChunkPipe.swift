@@ -1,0 +1,104 @@
+import Foundation
+
+/// Hands byte chunks from an async producer (an HTTP body, a file reader) to the import, which runs
+/// synchronously inside one SQLite write transaction on the database's writer thread.
+///
+/// Bounded: the producer waits while `capacity` chunks are queued, so a fast download never piles
+/// up in memory ahead of the import. The consumer blocks its own (writer) thread while the queue is
+/// empty, never a thread of Swift's cooperative pool.
+final class ChunkPipe: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let capacity: Int
+    // All below guarded by `condition`.
+    private var queue: [[UInt8]] = []
+    private var head = 0
+    private var finished = false
+    private var failure: (any Error)?
+    private var consumerGone = false
+    private var waitingProducer: CheckedContinuation<Void, any Error>?
+
+    init(capacity: Int = 4) {
+        self.capacity = capacity
+    }
+
+    /// The consumer stopped reading (the import failed or finished early).
+    struct ConsumerGone: Error {}
+
+    /// Queues a chunk; suspends while the queue is full. Throws ``ConsumerGone`` once the consumer
+    /// has stopped, and `CancellationError` when the task is cancelled while waiting.
+    func send(_ chunk: [UInt8]) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                condition.lock()
+                defer { condition.unlock() }
+                if consumerGone {
+                    continuation.resume(throwing: ConsumerGone())
+                    return
+                }
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                queue.append(chunk)
+                condition.signal()
+                if queue.count - head < capacity {
+                    continuation.resume()
+                } else {
+                    waitingProducer = continuation
+                }
+            }
+        } onCancel: {
+            condition.lock()
+            let waiting = waitingProducer
+            waitingProducer = nil
+            condition.unlock()
+            waiting?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The producer is done: with `error`, the consumer fails with it at its next receive.
+    func finish(throwing error: (any Error)? = nil) {
+        condition.lock()
+        if !finished {
+            finished = true
+            failure = error
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next chunk, blocking until one arrives; `nil` at the end. Throws the producer's error.
+    func receive() throws -> [UInt8]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while head == queue.count && !finished {
+            condition.wait()
+        }
+        if let failure { throw failure }
+        guard head < queue.count else { return nil }
+        let chunk = queue[head]
+        queue[head] = []
+        head += 1
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        if let waiting = waitingProducer, queue.count - head < capacity {
+            waitingProducer = nil
+            waiting.resume()
+        }
+        return chunk
+    }
+
+    /// The consumer stops reading: queued chunks are dropped and the producer's next send throws.
+    func closeConsumer() {
+        condition.lock()
+        consumerGone = true
+        queue.removeAll()
+        head = 0
+        let waiting = waitingProducer
+        waitingProducer = nil
+        condition.unlock()
+        waiting?.resume(throwing: ConsumerGone())
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+
+/// Writes the history of one write transaction: one `historyTransactions` row, created on the
+/// first change so that a write that changes nothing leaves no trace, and one `historyChanges` row
+/// per changed quake.
+///
+/// A quake changed twice in one transaction still gets one change row (insert then update is an
+/// insert, update then delete is a delete, and so on), so a reader applies each transaction as a set.
+struct HistoryRecorder {
+    let db: Database
+    let author: HistoryAuthor
+    let source: String?
+    let timestamp: Int64
+    private(set) var token: HistoryToken?
+
+    init(db: Database, author: HistoryAuthor, source: String?, now: Date) {
+        self.db = db
+        self.author = author
+        self.source = source
+        self.timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    mutating func recordInsert(id: String) throws {
+        try record(id: id, kind: .insert, fields: nil, tombstone: nil, reason: nil, supersededBy: nil)
+    }
+
+    mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
+        try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil)
+    }
+
+    mutating func recordDelete(_ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil) throws {
+        try record(
+            id: tombstone.id, kind: .delete, fields: nil, tombstone: tombstone, reason: reason,
+            supersededBy: supersededBy)
+    }
+
+    /// Writes the transaction's counts. Returns its token, or `nil` when nothing changed.
+    mutating func finish() throws -> HistoryToken? {
+        guard let token else { return nil }
+        var counts: [String: Int] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT kind, count(*) FROM historyChanges WHERE token = ? GROUP BY kind", arguments: [token])
+        {
+            counts[row[0]] = row[1]
+        }
+        if counts.isEmpty {
+            // Every change cancelled out (an insert then a delete of the same quake).
+            try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
+            self.token = nil
+            return nil
+        }
+        try db.execute(
+            sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
+            arguments: [counts["insert", default: 0], counts["update", default: 0], counts["delete", default: 0], token])
+        return token
+    }
+
+    private mutating func currentToken() throws -> HistoryToken {
+        if let token { return token }
+        try db.execute(
+            sql: "INSERT INTO historyTransactions (author, timestamp, source) VALUES (?, ?, ?)",
+            arguments: [author.rawValue, timestamp, source])
+        let token = db.lastInsertedRowID
+        self.token = token
+        return token
+    }
+
+    private mutating func record(
+        id: String, kind: ChangeKind, fields: [FieldChange]?, tombstone: Tombstone?, reason: DeleteReason?,
+        supersededBy: String?
+    ) throws {
+        let token = try currentToken()
+        let fieldsJSON = try fields.map(Self.json)
+        let tombstoneJSON = try tombstone.map(Self.json)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
+                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """
+        ).execute(arguments: [token, id, kind.rawValue, fieldsJSON, tombstoneJSON, reason?.rawValue, supersededBy])
+        if db.changesCount == 0 {
+            try coalesce(
+                token: token, id: id, kind: kind, fields: fields, tombstoneJSON: tombstoneJSON, reason: reason,
+                supersededBy: supersededBy)
+        }
+    }
+
+    /// The quake already changed earlier in this transaction: fold the new change into that row.
+    private func coalesce(
+        token: HistoryToken, id: String, kind: ChangeKind, fields: [FieldChange]?, tombstoneJSON: String?,
+        reason: DeleteReason?, supersededBy: String?
+    ) throws {
+        let row = try Row.fetchOne(
+            db, sql: "SELECT kind, fields FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: [token, id])
+        guard let row, let earlier = ChangeKind(rawValue: row[0]) else { return }
+        let key: StatementArguments = [token, id]
+        switch (earlier, kind) {
+        case (.insert, .update):
+            break  // still an insert; readers get the current row
+        case (.insert, .delete):
+            try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
+        case (.update, .update):
+            let before = try JSONDecoder().decode([FieldChange].self, from: Data((row[1] as String).utf8))
+            let merged = Self.merge(before, fields ?? [])
+            if merged.isEmpty {
+                try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
+            } else {
+                try db.execute(
+                    sql: "UPDATE historyChanges SET fields = ? WHERE token = ? AND quakeId = ?",
+                    arguments: [try Self.json(merged), token, id])
+            }
+        case (.update, .delete), (.delete, .insert), (.insert, .insert), (.delete, .update), (.delete, .delete),
+            (.update, .insert):
+            // The later change wins; a delete followed by an insert is an insert (readers upsert).
+            try db.execute(
+                sql: """
+                    UPDATE historyChanges SET kind = ?, fields = NULL, tombstone = ?, reason = ?, supersededBy = ?
+                    WHERE token = ? AND quakeId = ?
+                    """,
+                arguments: [kind.rawValue, tombstoneJSON, reason?.rawValue, supersededBy, token, id])
+        }
+    }
+
+    /// Old values from the first change, new ones from the second; fields that ended where they
+    /// started are dropped.
+    static func merge(_ first: [FieldChange], _ second: [FieldChange]) -> [FieldChange] {
+        var result: [FieldChange] = []
+        var seen = Set<String>()
+        for change in first {
+            seen.insert(change.field)
+            let new = second.first { $0.field == change.field }?.new ?? change.new
+            if new != change.old { result.append(FieldChange(field: change.field, old: change.old, new: new)) }
+        }
+        result += second.filter { !seen.contains($0.field) }
+        return result
+    }
+
+    private static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

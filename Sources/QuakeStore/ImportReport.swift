@@ -1,0 +1,40 @@
+import QuakeFeed
+
+/// What one feed import did.
+public struct ImportReport: Sendable, Hashable, Codable {
+    /// The store's identity; `token` belongs to it.
+    public var store: String
+    /// Where the feed came from (its URL).
+    public var source: String
+    /// The history token of the import's transaction, or `nil` when nothing changed.
+    public var token: HistoryToken?
+    /// Elements of `features` read.
+    public var features: Int = 0
+    /// New quakes.
+    public var inserted: Int = 0
+    /// Stored quakes overwritten by a newer version.
+    public var updated: Int = 0
+    /// Features identical to what is stored: no write, no history.
+    public var unchanged: Int = 0
+    /// Features older (by `updated`) than what is stored: ignored.
+    public var stale: Int = 0
+    /// Stored quakes removed because a feature now lists them under another preferred id.
+    public var superseded: Int = 0
+    /// Features that could not be imported, counted by reason (`missing-id`, `missing-time`, ...).
+    public var skipped: [String: Int] = [:]
+    /// Bytes of the document read.
+    public var bytes: Int = 0
+    /// Wall time of the import.
+    public var durationMs: Int = 0
+
+    public init(store: String, source: String) {
+        self.store = store
+        self.source = source
+    }
+
+    /// All skipped features, whatever the reason.
+    public var skippedTotal: Int { skipped.values.reduce(0, +) }
+
+    /// Whether the import changed the store.
+    public var changedAnything: Bool { token != nil }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import GRDB
+import QuakeFeed
+
+/// The result of ``QuakeStore/delete(ids:now:)``.
+public struct DeleteReport: Sendable, Hashable, Codable {
+    /// The history token of the delete, or `nil` when none of the ids was stored.
+    public var token: HistoryToken?
+    public var deleted: [String]
+    public var notFound: [String]
+}
+
+/// The result of ``QuakeStore/purgeHistory(olderThan:keepingAfter:now:)``.
+public struct PurgeReport: Sendable, Hashable, Codable {
+    /// Transactions removed.
+    public var removed: Int
+    /// History after this token is still complete.
+    public var oldestToken: HistoryToken
+}
+
+extension QuakeStore {
+    /// Deletes quakes by id as one history transaction (author `delete`, reason `deleted-by-user`).
+    /// Ids that are not stored are reported, not an error. A later import brings back an event the
+    /// feed still carries, as a new insert.
+    public func delete(ids: [String], now: Date = Date()) async throws -> DeleteReport {
+        try await pool.write { db in
+            var recorder = HistoryRecorder(db: db, author: .delete, source: nil, now: now)
+            var deleted: [String] = []
+            var notFound: [String] = []
+            for id in Self.unique(ids) {
+                guard let quake = try Self.fetchQuake(db, id: id) else {
+                    notFound.append(id)
+                    continue
+                }
+                try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
+                try recorder.recordDelete(FeedImport.tombstone(of: quake), reason: .deletedByUser)
+                deleted.append(id)
+            }
+            return DeleteReport(token: try recorder.finish(), deleted: deleted, notFound: notFound)
+        }
+    }
+
+    /// Event retention: deletes quakes whose event `time` is older than `maxAge`, as one history
+    /// transaction (author `retention`, reason `expired`). Returns its token, or `nil` when none expired.
+    @discardableResult
+    public func applyRetention(maxAge: Duration, now: Date = Date()) async throws -> HistoryToken? {
+        let cutoff = Self.milliseconds(now) - Self.milliseconds(maxAge)
+        return try await pool.write { db in
+            var recorder = HistoryRecorder(db: db, author: .retention, source: nil, now: now)
+            let expired = try Row.fetchCursor(
+                db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE time < ?", arguments: [cutoff])
+            var tombstones: [Tombstone] = []
+            while let row = try expired.next() {
+                tombstones.append(FeedImport.tombstone(of: QuakeColumns.feature(from: row)))
+            }
+            for tombstone in tombstones {
+                try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [tombstone.id])
+                try recorder.recordDelete(tombstone, reason: .expired)
+            }
+            return try recorder.finish()
+        }
+    }
+
+    /// Removes history transactions older than `maxAge`, oldest first, but never one after
+    /// `keepingAfter` (a named client still needs those). Afterwards, asking for history after a
+    /// purged token gives ``HistoryError/tokenExpired(after:oldest:head:)``.
+    @discardableResult
+    public func purgeHistory(olderThan maxAge: Duration, keepingAfter: HistoryToken? = nil, now: Date = Date())
+        async throws -> PurgeReport
+    {
+        let cutoff = Self.milliseconds(now) - Self.milliseconds(maxAge)
+        return try await pool.write { db in
+            let current = try Self.purgedThrough(db)
+            // History is purged as a prefix, so that "complete after the oldest token" stays true
+            // even if clocks moved backwards between transactions.
+            var through =
+                try HistoryToken.fetchOne(
+                    db, sql: "SELECT max(token) FROM historyTransactions WHERE timestamp < ?", arguments: [cutoff])
+                ?? current
+            if let keepingAfter { through = min(through, keepingAfter) }
+            guard through > current else { return PurgeReport(removed: 0, oldestToken: current) }
+            try db.execute(sql: "DELETE FROM historyTransactions WHERE token <= ?", arguments: [through])
+            let removed = db.changesCount
+            try db.execute(sql: "UPDATE storeInfo SET purgedThrough = ?", arguments: [through])
+            return PurgeReport(removed: removed, oldestToken: through)
+        }
+    }
+
+    static func fetchQuake(_ db: Database, id: String) throws -> FeedFeature? {
+        try Row.fetchOne(db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?", arguments: [id])
+            .map { QuakeColumns.feature(from: $0) }
+    }
+
+    static func unique(_ ids: [String]) -> [String] {
+        var seen = Set<String>()
+        return ids.filter { seen.insert($0).inserted }
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

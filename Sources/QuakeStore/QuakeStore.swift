@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import QuakeFeed
+
+/// The SQLite store: quakes, their persistent history, and the store's identity.
+///
+/// One file, `<state-dir>/quakes.sqlite`, in WAL mode so readers (including `sqlite3` opened
+/// read-only by a user) never block the importer and never see half a write. Every write that
+/// changes anything is one SQLite transaction and one history transaction with a new token.
+public struct QuakeStore: Sendable {
+    /// The file name inside the state directory.
+    public static let fileName = "quakes.sqlite"
+
+    /// The database file.
+    public let path: String
+    /// A random UUID made when the file was created. Tokens mean something only with it.
+    public let storeID: String
+    let pool: DatabasePool
+
+    /// Opens (creating and migrating as needed) `quakes.sqlite` in `directory`, creating the
+    /// directory with mode 0750 when it is missing.
+    public init(directory: URL) throws {
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
+        try self.init(path: directory.appendingPathComponent(Self.fileName).path)
+    }
+
+    /// Opens (creating and migrating as needed) the store at `path`.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.label = "quakes"
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // WAL + NORMAL is safe against a crash of the process (a kill -9 mid-import loses
+            // only the uncommitted transaction); a power cut may lose the last commits, which
+            // the next pull brings back.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA cache_size = -8000")  // 8 MB: keeps peak memory bounded
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try StoreSchema.migrator.migrate(pool)
+        self.pool = pool
+        self.path = path
+        self.storeID = try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT storeId FROM storeInfo")!
+        }
+    }
+
+    /// Closes the database. Later calls fail.
+    public func close() throws {
+        try pool.close()
+    }
+
+    // MARK: Import
+
+    /// Imports one feed document as one write transaction.
+    ///
+    /// `produce` writes the document's bytes, in chunks of any size, to the sink it is given, and
+    /// returns at the end of the document. The document is parsed as it arrives; it is never held
+    /// whole in memory. Any failure (bad bytes, a short document, an error thrown by `produce`,
+    /// cancellation, more than `maxBytes`) rolls everything back and throws ``ImportError``.
+    public func importFeed(
+        source: String, maxBytes: Int? = nil, now: Date = Date(),
+        produce: @escaping @Sendable (FeedSink) async throws -> Void
+    ) async throws -> ImportReport {
+        let started = ContinuousClock.now
+        let pipe = ChunkPipe()
+        let storeID = storeID
+        var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
+            group.addTask {
+                do {
+                    try await produce(FeedSink(pipe: pipe))
+                    pipe.finish()
+                } catch is ChunkPipe.ConsumerGone {
+                    // The import stopped first; its error is the one to report.
+                } catch {
+                    pipe.finish(throwing: error)
+                }
+                return nil
+            }
+            group.addTask {
+                defer { pipe.closeConsumer() }
+                do {
+                    return try await pool.write { db in
+                        var feedImport = try FeedImport(
+                            db: db, report: ImportReport(store: storeID, source: source), now: now)
+                        return try feedImport.run(pipe: pipe, maxBytes: maxBytes)
+                    }
+                } catch is CancellationError {
+                    throw ImportError(kind: .cancelled, message: "the import was cancelled")
+                } catch let error as DatabaseError {
+                    throw ImportError(kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
+                }
+            }
+            var report: ImportReport?
+            for try await result in group {
+                if let result { report = result }
+            }
+            return report!
+        }
+        report.durationMs = Int((ContinuousClock.now - started) / .milliseconds(1))
+        return report
+    }
+
+    /// Imports a feed file (for `file://` feeds and tests).
+    public func importFile(_ url: URL, source: String? = nil, maxBytes: Int? = nil) async throws -> ImportReport {
+        try await importFeed(source: source ?? url.absoluteString, maxBytes: maxBytes) { sink in
+            try await sink.sendFile(at: url)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The newest token this store has written (0 before the first write). Survives purges.
+    public func head() throws -> HistoryToken {
+        try pool.read { db in try Self.head(db) }
+    }
+
+    static func head(_ db: Database) throws -> HistoryToken {
+        try HistoryToken.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'historyTransactions'") ?? 0
+    }
+
+    /// The oldest token history can still be served after: history after any token from this one
+    /// to the head is complete.
+    public func oldestToken() throws -> HistoryToken {
+        try pool.read { db in try Self.purgedThrough(db) }
+    }
+
+    static func purgedThrough(_ db: Database) throws -> HistoryToken {
+        try HistoryToken.fetchOne(db, sql: "SELECT purgedThrough FROM storeInfo") ?? 0
+    }
+
+    /// The number of stored quakes.
+    public func count() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quakes") ?? 0 }
+    }
+
+    /// One quake by id.
+    public func quake(id: String) throws -> FeedFeature? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?", arguments: [id])
+                .map { QuakeColumns.feature(from: $0) }
+        }
+    }
+
+    /// Every stored quake, newest first (tests and small stores; paged reads come with the protocol).
+    public func allQuakes() throws -> [FeedFeature] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(QuakeColumns.list) FROM quakes ORDER BY time DESC, id")
+                .map { QuakeColumns.feature(from: $0) }
+        }
+    }
+}
+
+/// Where a producer writes a feed document's bytes during ``QuakeStore/importFeed(source:maxBytes:now:produce:)``.
+public struct FeedSink: Sendable {
+    let pipe: ChunkPipe
+
+    /// Passes the next chunk of the document to the import; waits while the import is behind.
+    public func send(_ chunk: [UInt8]) async throws {
+        guard !chunk.isEmpty else { return }
+        try await pipe.send(chunk)
+    }
+
+    /// Reads a file in 64 KiB chunks and sends them.
+    public func sendFile(at url: URL, chunkSize: Int = 64 * 1024) async throws {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        while true {
+            try Task.checkCancellation()
+            guard let data = try handle.read(upToCount: chunkSize), !data.isEmpty else { return }
+            try await send([UInt8](data))
+        }
+    }
+}

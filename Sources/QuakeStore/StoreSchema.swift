@@ -1,0 +1,76 @@
+import Foundation
+import GRDB
+
+/// The database schema, as named migrations.
+///
+/// This is the one source of truth for the file format documented in README.md ("The database
+/// file"). Migrations are never edited once shipped: change the schema by appending a new one.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-quakes-history") { db in
+            // One row per store: its identity and how far history has been purged.
+            try db.execute(
+                sql: """
+                    CREATE TABLE storeInfo (
+                        singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+                        storeId TEXT NOT NULL CHECK (length(storeId) = 36),
+                        createdAt INTEGER NOT NULL,
+                        -- history at or below this token has been purged: a client whose token is
+                        -- older must start over from a snapshot.
+                        purgedThrough INTEGER NOT NULL DEFAULT 0 CHECK (purgedThrough >= 0)
+                    );
+                    """)
+            try db.execute(
+                sql: "INSERT INTO storeInfo (singleton, storeId, createdAt) VALUES (1, ?, ?)",
+                arguments: [UUID().uuidString.lowercased(), Int64(Date().timeIntervalSince1970 * 1000)])
+
+            // Column names are the feed's property names; times are integer milliseconds.
+            try db.execute(
+                sql: """
+                    CREATE TABLE quakes (
+                        id TEXT PRIMARY KEY NOT NULL CHECK (id <> ''),
+                        mag REAL, place TEXT,
+                        time INTEGER NOT NULL, updated INTEGER, tz INTEGER,
+                        url TEXT, detail TEXT, felt INTEGER, cdi REAL, mmi REAL, alert TEXT,
+                        status TEXT CHECK (status = lower(status)),
+                        tsunami INTEGER, sig INTEGER, net TEXT, code TEXT,
+                        ids TEXT, sources TEXT, types TEXT, nst INTEGER,
+                        dmin REAL, rms REAL, gap REAL, magType TEXT, type TEXT, title TEXT,
+                        lon REAL, lat REAL, depth REAL
+                    );
+                    CREATE INDEX quakes_time ON quakes (time DESC);
+                    CREATE INDEX quakes_mag ON quakes (mag DESC);
+                    """)
+
+            // One row per write that changed anything. AUTOINCREMENT: a token is never reused,
+            // even after the newest transactions are purged.
+            try db.execute(
+                sql: """
+                    CREATE TABLE historyTransactions (
+                        token INTEGER PRIMARY KEY AUTOINCREMENT,
+                        author TEXT NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        source TEXT,
+                        inserted INTEGER NOT NULL DEFAULT 0,
+                        updated INTEGER NOT NULL DEFAULT 0,
+                        deleted INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX historyTransactions_timestamp ON historyTransactions (timestamp);
+                    CREATE TABLE historyChanges (
+                        token INTEGER NOT NULL REFERENCES historyTransactions (token) ON DELETE CASCADE,
+                        quakeId TEXT NOT NULL,
+                        kind TEXT NOT NULL CHECK (kind IN ('insert', 'update', 'delete')),
+                        -- update: JSON array of {"field", "old", "new"}
+                        fields TEXT CHECK ((kind = 'update') = (fields IS NOT NULL)),
+                        -- delete: JSON object {"id", "code", "mag", "place", "time"}
+                        tombstone TEXT CHECK ((kind = 'delete') = (tombstone IS NOT NULL)),
+                        reason TEXT CHECK ((kind = 'delete') = (reason IS NOT NULL)),
+                        supersededBy TEXT CHECK (supersededBy IS NULL OR reason = 'superseded'),
+                        PRIMARY KEY (token, quakeId)
+                    ) WITHOUT ROWID;
+                    """)
+        }
+        return migrator
+    }
+}

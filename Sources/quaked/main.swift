@@ -1,0 +1,3 @@
+import QuakedCLI
+
+await QuakedCommand.runAsRoot()
