@@ -33,6 +33,7 @@ let package = Package(
             dependencies: [
                 "QuakeFeed",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
@@ -94,6 +95,7 @@ let package = Package(
                 "QuakeStore",
                 "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ]

@@ -17,20 +17,21 @@ struct FeedImport {
     private let db: Database
     private var recorder: HistoryRecorder
     private(set) var report: ImportReport
-    private let select: Statement
-    private let insert: Statement
-    private let update: Statement
-    private let delete: Statement
+    private let select: RawStatement
+    private let insert: RawStatement
+    private let update: RawStatement
+    private let delete: RawStatement
 
     init(db: Database, report: ImportReport, now: Date) throws {
         self.db = db
         self.report = report
-        self.recorder = HistoryRecorder(db: db, author: .import, source: report.source, now: now)
-        select = try db.cachedStatement(sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?")
-        insert = try db.cachedStatement(
-            sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))")
-        update = try db.cachedStatement(sql: "UPDATE quakes SET \(QuakeColumns.assignments) WHERE id = ?")
-        delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
+        self.recorder = try HistoryRecorder(db: db, author: .import, source: report.source, now: now)
+        select = try RawStatement(db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?")
+        insert = try RawStatement(
+            db, sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))")
+        // Parameters in column order, `id` first, so one bind function serves insert and update.
+        update = try RawStatement(db, sql: "UPDATE quakes SET \(QuakeColumns.assignments) WHERE id = ?1")
+        delete = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
     }
 
     /// Reads the whole document from `pipe` and applies it. Throws ``ImportError``.
@@ -91,36 +92,43 @@ struct FeedImport {
             return
         }
         for alias in aliases {
-            delete.setUncheckedArguments([alias.id])
-            try delete.execute()
+            delete.reset()
+            delete.bind(1, alias.id)
+            try delete.step()
             try recorder.recordDelete(Self.tombstone(of: alias), reason: .superseded, supersededBy: incoming.id)
             report.superseded += 1
         }
-        let values = QuakeColumns.values(of: incoming)
         guard let stored else {
-            insert.setUncheckedArguments(StatementArguments(values))
-            try insert.execute()
+            insert.reset()
+            QuakeColumns.bind(incoming, to: insert)
+            try insert.step()
             try recorder.recordInsert(id: incoming.id)
             report.inserted += 1
             return
         }
+        if stored == incoming {
+            report.unchanged += 1
+            return
+        }
+        let values = QuakeColumns.values(of: incoming)
         let old = QuakeColumns.values(of: stored)
         var changes: [FieldChange] = []
         for i in values.indices where values[i] != old[i] {
             changes.append(FieldChange(field: QuakeColumns.names[i], old: FieldValue(old[i]), new: FieldValue(values[i])))
         }
-        if changes.isEmpty {
-            report.unchanged += 1
-            return
-        }
-        update.setUncheckedArguments(StatementArguments(values.dropFirst() + [values[0]]))
-        try update.execute()
+        update.reset()
+        QuakeColumns.bind(incoming, to: update)
+        try update.step()
         try recorder.recordUpdate(id: incoming.id, fields: changes)
         report.updated += 1
     }
 
     private func fetch(_ id: String) throws -> FeedFeature? {
-        try Row.fetchOne(select, arguments: [id]).map { QuakeColumns.feature(from: $0) }
+        select.reset()
+        select.bind(1, id)
+        guard try select.step() else { return nil }
+        defer { select.reset() }  // no statement stays mid-step across the commit
+        return QuakeColumns.feature(from: select)
     }
 
     /// Rows stored under the other ids the feature lists in `ids`.

@@ -13,12 +13,19 @@ struct HistoryRecorder {
     let source: String?
     let timestamp: Int64
     private(set) var token: HistoryToken?
+    private let insertChange: RawStatement
 
-    init(db: Database, author: HistoryAuthor, source: String?, now: Date) {
+    init(db: Database, author: HistoryAuthor, source: String?, now: Date) throws {
         self.db = db
+        self.insertChange = try RawStatement(
+            db,
+            sql: """
+                INSERT INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
+                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """)
         self.author = author
         self.source = source
-        self.timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded())
+        self.timestamp = QuakeStore.milliseconds(now)
     }
 
     mutating func recordInsert(id: String) throws {
@@ -73,12 +80,15 @@ struct HistoryRecorder {
         let token = try currentToken()
         let fieldsJSON = try fields.map(Self.json)
         let tombstoneJSON = try tombstone.map(Self.json)
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
-                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """
-        ).execute(arguments: [token, id, kind.rawValue, fieldsJSON, tombstoneJSON, reason?.rawValue, supersededBy])
+        insertChange.reset()
+        insertChange.bind(1, token)
+        insertChange.bind(2, id)
+        insertChange.bind(3, kind.rawValue)
+        insertChange.bind(4, fieldsJSON)
+        insertChange.bind(5, tombstoneJSON)
+        insertChange.bind(6, reason?.rawValue)
+        insertChange.bind(7, supersededBy)
+        try insertChange.step()
         if db.changesCount == 0 {
             try coalesce(
                 token: token, id: id, kind: kind, fields: fields, tombstoneJSON: tombstoneJSON, reason: reason,

@@ -15,8 +15,9 @@ enum QuakeColumns {
     ]
     static let list = names.joined(separator: ", ")
     static let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
-    /// `mag = ?, place = ?, ...` for every column but `id`, in order.
-    static let assignments = names.dropFirst().map { "\($0) = ?" }.joined(separator: ", ")
+    /// `mag = ?2, place = ?3, ...` for every column but `id` (which is `?1`), numbered as in
+    /// ``bind(_:to:first:)``.
+    static let assignments = names.enumerated().dropFirst().map { "\($1) = ?\($0 + 1)" }.joined(separator: ", ")
 
     static func values(of q: FeedFeature) -> [DatabaseValue] {
         [
@@ -63,6 +64,77 @@ enum QuakeColumns {
         q.lon = row[o + 27]
         q.lat = row[o + 28]
         q.depth = row[o + 29]
+        return q
+    }
+}
+
+extension QuakeColumns {
+    /// Binds every column of `q`, in table order, to parameters `first`, `first + 1`, ...
+    static func bind(_ q: FeedFeature, to s: RawStatement, first: Int32 = 1) {
+        let i = first
+        s.bind(i, q.id)
+        s.bind(i + 1, q.mag)
+        s.bind(i + 2, q.place)
+        s.bind(i + 3, q.time)
+        s.bind(i + 4, q.updated)
+        s.bind(i + 5, q.tz)
+        s.bind(i + 6, q.url)
+        s.bind(i + 7, q.detail)
+        s.bind(i + 8, q.felt)
+        s.bind(i + 9, q.cdi)
+        s.bind(i + 10, q.mmi)
+        s.bind(i + 11, q.alert)
+        s.bind(i + 12, q.status)
+        s.bind(i + 13, q.tsunami)
+        s.bind(i + 14, q.sig)
+        s.bind(i + 15, q.net)
+        s.bind(i + 16, q.code)
+        s.bind(i + 17, q.ids)
+        s.bind(i + 18, q.sources)
+        s.bind(i + 19, q.types)
+        s.bind(i + 20, q.nst)
+        s.bind(i + 21, q.dmin)
+        s.bind(i + 22, q.rms)
+        s.bind(i + 23, q.gap)
+        s.bind(i + 24, q.magType)
+        s.bind(i + 25, q.type)
+        s.bind(i + 26, q.title)
+        s.bind(i + 27, q.lon)
+        s.bind(i + 28, q.lat)
+        s.bind(i + 29, q.depth)
+    }
+
+    /// Reads the current row of a statement that selected `\(list)`.
+    static func feature(from s: RawStatement) -> FeedFeature {
+        var q = FeedFeature(id: s.string(0) ?? "", time: s.int64(3) ?? 0)
+        q.mag = s.double(1)
+        q.place = s.string(2)
+        q.updated = s.int64(4)
+        q.tz = s.int64(5)
+        q.url = s.string(6)
+        q.detail = s.string(7)
+        q.felt = s.int64(8)
+        q.cdi = s.double(9)
+        q.mmi = s.double(10)
+        q.alert = s.string(11)
+        q.status = s.string(12)
+        q.tsunami = s.int64(13)
+        q.sig = s.int64(14)
+        q.net = s.string(15)
+        q.code = s.string(16)
+        q.ids = s.string(17)
+        q.sources = s.string(18)
+        q.types = s.string(19)
+        q.nst = s.int64(20)
+        q.dmin = s.double(21)
+        q.rms = s.double(22)
+        q.gap = s.double(23)
+        q.magType = s.string(24)
+        q.type = s.string(25)
+        q.title = s.string(26)
+        q.lon = s.double(27)
+        q.lat = s.double(28)
+        q.depth = s.double(29)
         return q
     }
 }

@@ -1,0 +1,68 @@
+import GRDB
+import GRDBSQLite
+
+/// A prepared statement driven through the SQLite C API, for the import's per-feature statements.
+///
+/// GRDB's row and argument types cost more than the SQL itself at 100,000 features per import
+/// (column-name tables per fetched row, boxed arguments); these few statements bind and read
+/// columns directly. GRDB still owns the statement and the connection.
+struct RawStatement {
+    private let statement: Statement
+    private let db: Database
+    var handle: OpaquePointer { statement.sqliteStatement }
+
+    init(_ db: Database, sql: String) throws {
+        self.db = db
+        self.statement = try db.cachedStatement(sql: sql)
+    }
+
+    /// Clears the previous run's state and bindings.
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ index: Int32, _ value: String?) {
+        guard let value else { return }  // bindings are NULL after reset
+        // SQLITE_TRANSIENT: SQLite copies the bytes before withCString's buffer goes away.
+        value.withCString { _ = sqlite3_bind_text(handle, index, $0, -1, Self.transient) }
+    }
+
+    func bind(_ index: Int32, _ value: Int64?) {
+        guard let value else { return }
+        sqlite3_bind_int64(handle, index, value)
+    }
+
+    func bind(_ index: Int32, _ value: Double?) {
+        guard let value else { return }
+        sqlite3_bind_double(handle, index, value)
+    }
+
+    /// Steps once: `true` when a row is available, `false` when done.
+    @discardableResult
+    func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code:
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        }
+    }
+
+    func string(_ column: Int32) -> String? {
+        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: text)
+    }
+
+    func int64(_ column: Int32) -> Int64? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
+    }
+
+    func double(_ column: Int32) -> Double? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
