@@ -36,12 +36,19 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        // The Varlink wire format (NUL-framed JSON), and the io.quaked interface definition.
+        .target(
+            name: "QuakeVarlink",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            resources: [.embedInCode("io.quaked.varlink")]
+        ),
         // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
         .target(
             name: "QuakeDaemon",
             dependencies: [
                 "QuakeFeed",
                 "QuakeStore",
+                "QuakeVarlink",
                 "CSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -49,6 +56,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // The `quaked` command line: options, --once, daemon start-up.

@@ -75,3 +75,12 @@ public enum FeedItem: Sendable, Hashable {
     /// A feature that cannot be imported; `detail` says which field and why.
     case skipped(SkipReason, index: Int, detail: String)
 }
+
+extension FeedItem {
+    /// The item's 0-based position in `features`.
+    public var index: Int {
+        switch self {
+        case .feature(_, let index), .skipped(_, let index, _): index
+        }
+    }
+}

@@ -1,23 +1,34 @@
 import Foundation
+import QuakeFeed
 
-/// Hands byte chunks from an async producer (an HTTP body, a file reader) to the import, which runs
-/// synchronously inside one SQLite write transaction on the database's writer thread.
+/// One chunk's worth of parsed features, handed from the producer (which reads and parses the
+/// document) to the import (which applies them inside the write transaction).
+struct ParsedBatch: Sendable {
+    var items: [FeedItem]
+    /// The parser's position after this batch: bytes consumed and `features` elements seen.
+    var bytesConsumed: Int
+    var featureCount: Int
+}
+
+/// Hands parsed batches from an async producer (an HTTP body, a file reader, parsed as it arrives)
+/// to the import, which runs synchronously inside one SQLite write transaction on the database's
+/// writer thread. Parsing and SQLite thus run on two threads at once.
 ///
-/// Bounded: the producer waits while `capacity` chunks are queued, so a fast download never piles
-/// up in memory ahead of the import. The consumer blocks its own (writer) thread while the queue is
+/// Bounded: the producer waits while `capacity` batches (one per received chunk) are queued, so a
+/// fast download never piles up in memory ahead of the import. The consumer blocks its own (writer) thread while the queue is
 /// empty, never a thread of Swift's cooperative pool.
 final class ChunkPipe: @unchecked Sendable {
     private let condition = NSCondition()
     private let capacity: Int
     // All below guarded by `condition`.
-    private var queue: [[UInt8]] = []
+    private var queue: [ParsedBatch] = []
     private var head = 0
     private var finished = false
     private var failure: (any Error)?
     private var consumerGone = false
     private var waitingProducer: CheckedContinuation<Void, any Error>?
 
-    init(capacity: Int = 4) {
+    init(capacity: Int = 8) {
         self.capacity = capacity
     }
 
@@ -26,7 +37,7 @@ final class ChunkPipe: @unchecked Sendable {
 
     /// Queues a chunk; suspends while the queue is full. Throws ``ConsumerGone`` once the consumer
     /// has stopped, and `CancellationError` when the task is cancelled while waiting.
-    func send(_ chunk: [UInt8]) async throws {
+    func send(_ chunk: ParsedBatch) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 condition.lock()
@@ -68,7 +79,7 @@ final class ChunkPipe: @unchecked Sendable {
     }
 
     /// The next chunk, blocking until one arrives; `nil` at the end. Throws the producer's error.
-    func receive() throws -> [UInt8]? {
+    func receive() throws -> ParsedBatch? {
         condition.lock()
         defer { condition.unlock() }
         while head == queue.count && !finished {
@@ -77,7 +88,7 @@ final class ChunkPipe: @unchecked Sendable {
         if let failure { throw failure }
         guard head < queue.count else { return nil }
         let chunk = queue[head]
-        queue[head] = []
+        queue[head].items = []
         head += 1
         if head == queue.count {
             queue.removeAll(keepingCapacity: true)

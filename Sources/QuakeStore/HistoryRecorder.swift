@@ -20,8 +20,8 @@ struct HistoryRecorder {
         self.insertChange = try RawStatement(
             db,
             sql: """
-                INSERT INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
-                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
         self.author = author
         self.source = source
@@ -103,7 +103,10 @@ struct HistoryRecorder {
     ) throws {
         let row = try Row.fetchOne(
             db, sql: "SELECT kind, fields FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: [token, id])
-        guard let row, let earlier = ChangeKind(rawValue: row[0]) else { return }
+        // OR IGNORE also ignores a CHECK failure: then there is no earlier row, and that is an error.
+        guard let row, let earlier = ChangeKind(rawValue: row[0]) else {
+            throw DatabaseError(resultCode: .SQLITE_CONSTRAINT, message: "history change for \(id) violates a constraint")
+        }
         let key: StatementArguments = [token, id]
         switch (earlier, kind) {
         case (.insert, .update):

@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import GRDBSQLite
 import QuakeFeed
 
 /// The mapping between ``FeedFeature`` and a row of the `quakes` table.
@@ -104,6 +106,53 @@ extension QuakeColumns {
         s.bind(i + 29, q.depth)
     }
 
+    /// Binds every column of `q` (parameters 1...30, table order) and steps `s` once, the text
+    /// columns bound in place (SQLITE_STATIC, no copy): each string's UTF-8 stays valid for the
+    /// step because the binding happens inside its `withUTF8`, and the bindings are cleared
+    /// before the scopes end.
+    static func bindAndStep(_ q: FeedFeature, _ s: RawStatement) throws {
+        sqlite3_reset(s.handle)
+        s.bind(2, q.mag)
+        s.bind(4, q.time)
+        s.bind(5, q.updated)
+        s.bind(6, q.tz)
+        s.bind(9, q.felt)
+        s.bind(10, q.cdi)
+        s.bind(11, q.mmi)
+        s.bind(14, q.tsunami)
+        s.bind(15, q.sig)
+        s.bind(21, q.nst)
+        s.bind(22, q.dmin)
+        s.bind(23, q.rms)
+        s.bind(24, q.gap)
+        s.bind(28, q.lon)
+        s.bind(29, q.lat)
+        s.bind(30, q.depth)
+        let texts: [(Int32, String?)] = [
+            (1, q.id), (3, q.place), (7, q.url), (8, q.detail), (12, q.alert), (13, q.status), (16, q.net),
+            (17, q.code), (18, q.ids), (19, q.sources), (20, q.types), (25, q.magType), (26, q.type), (27, q.title),
+        ]
+        defer { sqlite3_clear_bindings(s.handle) }
+        try bindText(texts[...], s)
+    }
+
+    private static func bindText(_ texts: ArraySlice<(Int32, String?)>, _ s: RawStatement) throws {
+        guard let (index, value) = texts.first else {
+            try s.step()
+            return
+        }
+        guard var value else {
+            sqlite3_bind_null(s.handle, index)
+            return try bindText(texts.dropFirst(), s)
+        }
+        try value.withUTF8 { utf8 in
+            // A non-nil pointer even for "" so that it binds as empty text, not NULL.
+            let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
+            sqlite3_bind_text(s.handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+            try bindText(texts.dropFirst(), s)
+        }
+    }
+
     /// Reads the current row of a statement that selected `\(list)`.
     static func feature(from s: RawStatement) -> FeedFeature {
         var q = FeedFeature(id: s.string(0) ?? "", time: s.int64(3) ?? 0)
@@ -136,5 +185,43 @@ extension QuakeColumns {
         q.lat = s.double(28)
         q.depth = s.double(29)
         return q
+    }
+}
+
+extension QuakeColumns {
+    /// Whether the current row of a statement that selected `\(list)` holds exactly `q`'s values,
+    /// compared in place (text bytes against the string's UTF-8), without decoding the row.
+    ///
+    /// `true` means the row equals `q` as ``feature(from:)`` would decode it. `false` may also mean
+    /// "equal only under String's Unicode equivalence" (or a string with a NUL): callers decode the
+    /// row and compare properly before treating it as changed.
+    static func storedRowMatches(_ q: FeedFeature, _ s: RawStatement) -> Bool {
+        let h = s.handle
+        // sqlite3_column_blob, not _text: the bytes as stored, without the copy SQLite makes to
+        // NUL-terminate them.
+        @inline(__always) func text(_ c: Int32, _ value: String?) -> Bool {
+            let type = sqlite3_column_type(h, c)
+            guard type != SQLITE_NULL else { return value == nil }
+            guard type == SQLITE_TEXT, var value else { return false }
+            let stored = sqlite3_column_blob(h, c)
+            let count = Int(sqlite3_column_bytes(h, c))
+            return value.withUTF8 { utf8 in
+                utf8.count == count && (count == 0 || memcmp(utf8.baseAddress!, stored!, count) == 0)
+            }
+        }
+        @inline(__always) func int(_ c: Int32, _ value: Int64?) -> Bool {
+            sqlite3_column_type(h, c) == SQLITE_NULL ? value == nil : value == sqlite3_column_int64(h, c)
+        }
+        @inline(__always) func real(_ c: Int32, _ value: Double?) -> Bool {
+            sqlite3_column_type(h, c) == SQLITE_NULL ? value == nil : value == sqlite3_column_double(h, c)
+        }
+        // Most likely to differ first: `updated`, then the fields a revision usually changes.
+        return int(4, q.updated) && sqlite3_column_type(h, 3) != SQLITE_NULL && q.time == sqlite3_column_int64(h, 3)
+            && real(1, q.mag) && text(0, q.id) && text(2, q.place) && int(5, q.tz) && text(6, q.url)
+            && text(7, q.detail) && int(8, q.felt) && real(9, q.cdi) && real(10, q.mmi) && text(11, q.alert)
+            && text(12, q.status) && int(13, q.tsunami) && int(14, q.sig) && text(15, q.net) && text(16, q.code)
+            && text(17, q.ids) && text(18, q.sources) && text(19, q.types) && int(20, q.nst) && real(21, q.dmin)
+            && real(22, q.rms) && real(23, q.gap) && text(24, q.magType) && text(25, q.type) && text(26, q.title)
+            && real(27, q.lon) && real(28, q.lat) && real(29, q.depth)
     }
 }

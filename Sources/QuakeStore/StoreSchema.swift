@@ -58,7 +58,9 @@ enum StoreSchema {
                     );
                     CREATE INDEX historyTransactions_timestamp ON historyTransactions (timestamp);
                     CREATE TABLE historyChanges (
-                        token INTEGER NOT NULL REFERENCES historyTransactions (token) ON DELETE CASCADE,
+                        -- a historyTransactions token; its changes go with it (trigger below: a
+                        -- foreign key would cost a parent lookup and a statement journal per row)
+                        token INTEGER NOT NULL,
                         quakeId TEXT NOT NULL,
                         kind TEXT NOT NULL CHECK (kind IN ('insert', 'update', 'delete')),
                         -- update: JSON array of {"field", "old", "new"}
@@ -69,6 +71,10 @@ enum StoreSchema {
                         supersededBy TEXT CHECK (supersededBy IS NULL OR reason = 'superseded'),
                         PRIMARY KEY (token, quakeId)
                     ) WITHOUT ROWID;
+                    CREATE TRIGGER historyTransactions_cascade AFTER DELETE ON historyTransactions
+                    BEGIN
+                        DELETE FROM historyChanges WHERE token = old.token;
+                    END;
                     """)
         }
         return migrator

@@ -23,6 +23,8 @@ public struct RecordedRequest: Sendable {
     public let path: String
     /// The request headers as the client sent them.
     public let headers: HTTPHeaders
+    /// When the request had fully arrived (for measuring the gaps between pulls).
+    public var receivedAt: ContinuousClock.Instant = .now
 
     /// The first value of a header (case-insensitive name), or `nil`.
     public func header(_ name: String) -> String? { headers.first(name: name) }

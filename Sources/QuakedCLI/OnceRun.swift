@@ -7,16 +7,16 @@ import QuakeStore
 /// `quaked --once`: pull each feed, import it, report, exit non-zero if any pull failed.
 struct OnceRun {
     let store: QuakeStore
-    let sources: [FeedSource]
+    let configuration: DaemonConfiguration
     let json: Bool
 
     func run() async throws {
-        let limits = FeedPuller.Limits()
+        let limits = configuration.pullLimits
         let client = HTTPClient(
             eventLoopGroupProvider: .singleton, configuration: FeedPuller.clientConfiguration(limits: limits))
         let puller = FeedPuller(client: client, limits: limits, userAgent: QuakedVersion.userAgent)
         var failures = 0
-        for source in sources {
+        for source in configuration.feeds {
             do {
                 let outcome = try await puller.pull(source, into: store)
                 print(render(outcome, source: source))

@@ -1,6 +1,6 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
+import Logging
 import QuakeDaemon
 import QuakeStore
 
@@ -10,23 +10,38 @@ public struct QuakedCommand: AsyncParsableCommand {
         commandName: "quaked",
         abstract: "Keep a local SQLite store in step with the USGS real-time earthquake feeds.",
         discussion: """
-            quaked pulls the USGS GeoJSON summary feeds, imports them without duplicates into \
-            <state-dir>/quakes.sqlite, and records every change in a persistent history with tokens.
+            quaked pulls the USGS GeoJSON summary feeds on a schedule, imports them without \
+            duplicates into <state-dir>/quakes.sqlite, records every change in a persistent history \
+            with tokens, and tells clients on its Unix socket (Varlink interface io.quaked) what \
+            changed. Settings come from flags, then QUAKED_* environment variables, then the config \
+            file, then built-in defaults; see quaked.conf(5). SIGHUP reloads the configuration.
             """,
         version: QuakedVersion.string)
-
-    @Flag(help: "Pull each feed once, import it, print a summary and exit.")
-    var once = false
 
     @Option(
         name: .customLong("feed"),
         help: ArgumentHelp(
-            "A USGS summary feed name (all_month, 4.5_week, significant_day, ...) or an https, http or file URL. Repeatable.",
+            "A USGS summary feed name (all_month, 4.5_week, significant_day, ...) or an https, http or file URL. Repeatable. Default: all_month.",
             valueName: "url|name"))
     var feeds: [String] = []
 
+    @Option(help: ArgumentHelp("Pull interval, e.g. 60s or 5m. Default: 60s.", valueName: "duration"))
+    var interval: String?
+
     @Option(help: ArgumentHelp("Directory holding quakes.sqlite.", valueName: "dir"))
     var stateDir: String?
+
+    @Option(help: ArgumentHelp("Path of the control socket (Varlink).", valueName: "path"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Configuration file. Default: /etc/quaked/quaked.conf when it exists.", valueName: "path"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level"))
+    var logLevel: String?
+
+    @Flag(help: "Pull each feed once, import it, print a summary and exit.")
+    var once = false
 
     @Flag(help: "With --once: print the result as one JSON object per feed.")
     var json = false
@@ -48,23 +63,56 @@ public struct QuakedCommand: AsyncParsableCommand {
         }
     }
 
-    public func validate() throws {
-        for feed in feeds {
-            do { _ = try FeedSource(parsing: feed) } catch { throw ValidationError("\(error)") }
+    /// The configuration sources these flags describe.
+    var loader: ConfigurationLoader {
+        var flags: [(key: DaemonConfiguration.Key, value: String, flag: String)] = feeds.map { (.feed, $0, "--feed") }
+        if let interval { flags.append((.interval, interval, "--interval")) }
+        if let stateDir {
+            flags.append((.stateDirectory, Self.absolute(stateDir), "--state-dir"))
         }
+        if let socket { flags.append((.socket, Self.absolute(socket), "--socket")) }
+        if let logLevel { flags.append((.logLevel, logLevel, "--log-level")) }
+        return ConfigurationLoader(flags: flags, configFile: config)
     }
 
     public func run() async throws {
-        let sources = try (feeds.isEmpty ? ["all_month"] : feeds).map(FeedSource.init(parsing:))
-        let stateDirectory = stateDir ?? DefaultPaths().stateDirectory
-        let store: QuakeStore
+        let loader = self.loader
+        let configuration: DaemonConfiguration
         do {
-            store = try QuakeStore(directory: URL(fileURLWithPath: stateDirectory))
+            configuration = try loader.load()
         } catch {
-            FileHandle.standardError.write(Data("quaked: cannot open the store in \(stateDirectory): \(error)\n".utf8))
-            throw ExitCode(1)
+            Self.fail("\(error)", exitCode: 78)  // EX_CONFIG: systemd does not restart on it
         }
-        defer { try? store.close() }
-        try await OnceRun(store: store, sources: sources, json: json).run()
+        if once {
+            let store = try Self.openStore(configuration)
+            defer { try? store.close() }
+            try await OnceRun(store: store, configuration: configuration, json: json).run()
+            return
+        }
+        QuakedLogging.bootstrap(level: configuration.logLevel, identifier: "quaked")
+        let logger = Logger(label: "quaked")
+        do {
+            try await Daemon.run(loader: loader, configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("quaked cannot run", metadata: ["error": "\(error)"])
+            Self.fail("\(error)", exitCode: 1)
+        }
+    }
+
+    static func openStore(_ configuration: DaemonConfiguration) throws -> QuakeStore {
+        do {
+            return try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
+        } catch {
+            fail("cannot open the store in \(configuration.stateDirectory): \(error)", exitCode: 1)
+        }
+    }
+
+    static func fail(_ message: String, exitCode: Int32) -> Never {
+        FileHandle.standardError.write(Data("quaked: \(message)\n".utf8))
+        Foundation.exit(exitCode)
+    }
+
+    private static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 }

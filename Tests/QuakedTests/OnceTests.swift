@@ -62,10 +62,11 @@ struct OnceTests {
         }
     }
 
-    @Test("a bad feed argument is a usage error")
+    @Test("a bad feed is a configuration error (exit 78) naming the key")
     func badFeedArgument() async throws {
         let result = try await ChildProcess.run(quaked, ["--once", "--feed", "ftp://example.org/x", "--state-dir", "/nonexistent"])
-        #expect(result.status == 64)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("feed (--feed)"))
         #expect(result.stderr.contains("not a feed"))
     }
 

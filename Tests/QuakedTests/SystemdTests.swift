@@ -244,12 +244,12 @@ private final class CapturedLines: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-private struct SocketError: Error, CustomStringConvertible {
+struct SocketError: Error, CustomStringConvertible {
     var description: String
     init(_ what: String) { description = "\(what): \(String(cString: strerror(errno)))" }
 }
 
-private struct TemporaryDirectory {
+struct TemporaryDirectory {
     let path: String
     init() throws {
         var template = Array("/tmp/quaked-systemd-XXXXXX".utf8CString)
@@ -260,7 +260,7 @@ private struct TemporaryDirectory {
 }
 
 /// A bound (not listening) AF_UNIX socket of `type` at `path` (short enough for sun_path).
-private func unixSocket(type: __socket_type, path: String) throws -> CInt {
+func unixSocket(type: __socket_type, path: String) throws -> CInt {
     let fd = socket(AF_UNIX, CInt(type.rawValue), 0)
     guard fd >= 0 else { throw SocketError("socket") }
     var address = sockaddr_un()
@@ -280,7 +280,7 @@ private func unixSocket(type: __socket_type, path: String) throws -> CInt {
 }
 
 /// A fake systemd notification socket.
-private struct DatagramReceiver {
+struct DatagramReceiver {
     let directory: TemporaryDirectory
     let path: String
     let fd: CInt

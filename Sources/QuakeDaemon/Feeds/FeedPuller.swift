@@ -65,8 +65,30 @@ public struct FeedPuller: Sendable {
         return configuration
     }
 
-    /// Pulls `feed` into `store`. Throws ``PullError`` (or ``ImportError`` for a body that fails to import).
+    /// Pulls `feed` into `store`. Throws ``PullError`` (or ``ImportError`` for a body that fails to
+    /// import). The whole pull, body included, is bounded by ``Limits/totalTimeout``: a server that
+    /// stalls mid-body is abandoned and the import rolls back.
     public func pull(_ feed: FeedSource, into store: QuakeStore, validators: Validators = .init(), now: Date = Date())
+        async throws -> Outcome
+    {
+        let timeout = limits.totalTimeout
+        return try await withThrowingTaskGroup(of: Outcome?.self) { group in
+            group.addTask { try await self.pullUnbounded(feed, into: store, validators: validators, now: now) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let outcome = try await group.next()! else {
+                throw PullError(
+                    kind: .transport,
+                    message: "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)")
+            }
+            return outcome
+        }
+    }
+
+    private func pullUnbounded(_ feed: FeedSource, into store: QuakeStore, validators: Validators, now: Date)
         async throws -> Outcome
     {
         if feed.url.isFileURL {

@@ -1,0 +1,211 @@
+import Foundation
+import Logging
+
+/// Everything quaked can be configured with: the one source of truth for the configuration.
+///
+/// Each setting has one key; the same key names the config-file entry (`interval = 60s`), the
+/// environment variable (`QUAKED_INTERVAL=60s`) and, where one exists, the command-line flag
+/// (`--interval 60s`). Precedence, highest first: flags, environment, config file, defaults.
+/// quaked.conf(5) documents every key; a test checks it against ``Key/allCases``.
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Feeds to pull: USGS summary feed names or URLs.
+    public var feeds: [FeedSource] = [FeedSource.defaultFeed]
+    /// How often each feed is pulled (never sooner than the server's max-age allows).
+    public var interval: Duration = .seconds(60)
+    /// Directory holding quakes.sqlite.
+    public var stateDirectory: String
+    /// The Unix socket clients connect to (when not socket-activated).
+    public var socketPath: String
+    /// Group owning the socket (mode 0660); nil leaves the group as created.
+    public var socketGroup: String? = "quake"
+    /// Members of this group may call Delete and Reload (besides root and the daemon's own user).
+    public var adminGroup: String? = "quake-admin"
+    /// History older than this is purged.
+    public var historyMaxAge: Duration = .seconds(7 * 86_400)
+    /// History a named client still needs is kept, but never longer than this.
+    public var historyHardMaxAge: Duration = .seconds(30 * 86_400)
+    /// Quakes whose event time is older than this are deleted (reason `expired`); nil keeps everything.
+    public var eventRetention: Duration? = nil
+    public var logLevel: Logger.Level = .info
+    public var connectTimeout: Duration = .seconds(10)
+    /// Time for one whole pull, headers and body.
+    public var totalTimeout: Duration = .seconds(120)
+    /// The largest feed accepted, decompressed.
+    public var maxFeedSize: Int = 256 * 1024 * 1024
+    /// First delay after a failed pull; it doubles with each failure in a row.
+    public var retryInitialDelay: Duration = .seconds(10)
+    /// The longest delay between retries.
+    public var retryMaxDelay: Duration = .seconds(15 * 60)
+
+    public init(defaults paths: DefaultPaths = DefaultPaths()) {
+        stateDirectory = paths.stateDirectory
+        socketPath = paths.socketPath
+    }
+
+    /// The pull limits this configuration gives.
+    public var pullLimits: FeedPuller.Limits {
+        var limits = FeedPuller.Limits()
+        limits.connectTimeout = connectTimeout
+        limits.totalTimeout = totalTimeout
+        limits.maxBytes = maxFeedSize
+        return limits
+    }
+
+    /// Every configuration key. The raw value is the config-file key; ``environmentName`` the
+    /// environment variable.
+    public enum Key: String, CaseIterable, Sendable {
+        case feed
+        case interval
+        case stateDirectory = "state-directory"
+        case socket
+        case socketGroup = "socket-group"
+        case adminGroup = "admin-group"
+        case historyMaxAge = "history-max-age"
+        case historyHardMaxAge = "history-hard-max-age"
+        case eventRetention = "event-retention"
+        case logLevel = "log-level"
+        case connectTimeout = "connect-timeout"
+        case totalTimeout = "total-timeout"
+        case maxFeedSize = "max-feed-size"
+        case retryInitialDelay = "retry-initial-delay"
+        case retryMaxDelay = "retry-max-delay"
+
+        /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
+        /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
+        public var environmentName: String {
+            "QUAKED_" + rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
+        }
+    }
+
+    /// Applies one textual setting. Throws ``ConfigurationError`` naming the key and the problem.
+    /// `feed` entries accumulate within one source (`replaceFeeds` is false after the first).
+    public mutating func apply(_ key: Key, _ text: String, source: String, replaceFeeds: Bool = true) throws {
+        func fail(_ problem: String) -> ConfigurationError {
+            ConfigurationError(key: key.rawValue, source: source, problem: problem)
+        }
+        func parse<T>(_ body: () throws -> T) throws -> T {
+            do { return try body() } catch let problem as ConfigValue.Problem { throw fail(problem.message) }
+        }
+        let value = text.trimmingCharacters(in: .whitespaces)
+        switch key {
+        case .feed:
+            let items = value.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            guard !items.isEmpty else { throw fail("no feed given") }
+            let parsed = try items.map { item in
+                do { return try FeedSource(parsing: item) } catch { throw fail("\(error)") }
+            }
+            feeds = replaceFeeds ? parsed : feeds + parsed
+        case .interval:
+            interval = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
+        case .stateDirectory:
+            guard value.hasPrefix("/") else { throw fail("'\(value)' is not an absolute path") }
+            stateDirectory = value
+        case .socket:
+            guard value.hasPrefix("/") else { throw fail("'\(value)' is not an absolute path") }
+            guard value.utf8.count < 108 else { throw fail("a Unix socket path must be shorter than 108 bytes") }
+            socketPath = value
+        case .socketGroup:
+            socketGroup = value.isEmpty || value == "none" ? nil : value
+        case .adminGroup:
+            adminGroup = value.isEmpty || value == "none" ? nil : value
+        case .historyMaxAge:
+            historyMaxAge = try parse { try ConfigValue.duration(value, minimum: .seconds(60)) }
+        case .historyHardMaxAge:
+            historyHardMaxAge = try parse { try ConfigValue.duration(value, minimum: .seconds(60)) }
+        case .eventRetention:
+            eventRetention =
+                value == "forever" || value == "infinity" || value.isEmpty
+                ? nil : try parse { try ConfigValue.duration(value, minimum: .seconds(3600)) }
+        case .logLevel:
+            guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                throw fail("'\(value)' is not a log level (trace, debug, info, notice, warning, error, critical)")
+            }
+            logLevel = level
+        case .connectTimeout:
+            connectTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
+        case .totalTimeout:
+            totalTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
+        case .maxFeedSize:
+            maxFeedSize = try parse { try ConfigValue.size(value) }
+        case .retryInitialDelay:
+            retryInitialDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
+        case .retryMaxDelay:
+            retryMaxDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
+        }
+    }
+
+    /// Checks relations between keys.
+    public func validate() throws {
+        if historyHardMaxAge < historyMaxAge {
+            throw ConfigurationError(
+                key: Key.historyHardMaxAge.rawValue, source: "configuration",
+                problem: "must not be shorter than history-max-age")
+        }
+        if retryMaxDelay < retryInitialDelay {
+            throw ConfigurationError(
+                key: Key.retryMaxDelay.rawValue, source: "configuration",
+                problem: "must not be shorter than retry-initial-delay")
+        }
+    }
+}
+
+/// A configuration problem: which key, where it came from, what is wrong. quaked exits 78
+/// (EX_CONFIG) on one at start-up, and keeps its running configuration on one at reload.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var key: String
+    /// Where the value came from: `--interval`, `QUAKED_INTERVAL`, `/etc/quaked/quaked.conf:12`.
+    public var source: String
+    public var problem: String
+
+    public init(key: String, source: String, problem: String) {
+        self.key = key
+        self.source = source
+        self.problem = problem
+    }
+
+    public var description: String { "invalid configuration: \(key) (\(source)): \(problem)" }
+}
+
+/// Parsers for configuration values.
+public enum ConfigValue {
+    /// `90`, `90s`, `1500ms`, `5m`, `2h`, `7d`: a bare number is seconds.
+    /// Why a value does not parse.
+    public struct Problem: Error, Sendable {
+        public var message: String
+    }
+
+    public static func duration(_ text: String, minimum: Duration = .zero) throws -> Duration {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        var number = Substring(text)
+        var factor = 1.0
+        for (suffix, f) in units where text.hasSuffix(suffix) {
+            let candidate = text.dropLast(suffix.count)
+            if Double(candidate) != nil {
+                number = candidate
+                factor = f
+                break
+            }
+        }
+        guard let value = Double(number), value.isFinite, value >= 0 else {
+            throw Problem(message: "'\(text)' is not a duration (e.g. 90s, 1500ms, 5m, 2h, 7d)")
+        }
+        let duration = Duration.milliseconds(Int64((value * factor * 1000).rounded()))
+        guard duration >= minimum else { throw Problem(message: "'\(text)' is shorter than the minimum of \(minimum)") }
+        return duration
+    }
+
+    /// `1048576`, `512K`, `256M`, `1G` (powers of 1024).
+    public static func size(_ text: String) throws -> Int {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        var digits = Substring(text)
+        var factor = 1
+        if let last = text.last?.uppercased().first, let f = units[last] {
+            digits = text.dropLast()
+            factor = f
+        }
+        guard let value = Int(digits), value > 0, value <= Int.max / factor else {
+            throw Problem(message: "'\(text)' is not a size (e.g. 256M, 1G, or bytes)")
+        }
+        return value * factor
+    }
+}

@@ -1,0 +1,111 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import QuakeStore
+import ServiceLifecycle
+
+/// The long-running quaked: opens the store and the control socket, then runs the services
+/// (control server, feed scheduler, store maintenance, SIGHUP reload, watchdog) in one
+/// `ServiceGroup` until SIGTERM or SIGINT.
+///
+/// `main` and the tests both come through here, so tests run the real wiring.
+public enum Daemon {
+    /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket).
+    public static func run(loader: ConfigurationLoader, configuration: DaemonConfiguration, logger: Logger) async throws {
+        let notifier = SystemdNotifier()
+        let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
+        defer { try? store.close() }
+        let activated = SocketActivation.listenFileDescriptors().first
+        let (listener, origin) = try await ControlSocket.open(
+            path: configuration.socketPath, group: configuration.socketGroup, activated: activated, logger: logger)
+
+        let httpClient = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
+        let puller = FeedPuller(client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
+        let scheduler = FeedScheduler(
+            store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
+        ) { status, result in
+            notifier.status(StatusLine.make(store: store, feed: status, result: result))
+        }
+        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger) { _ in }
+        let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
+            scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
+            maintenance.apply(new)
+        }
+        let server = ControlServer(
+            listener: listener, origin: origin,
+            methods: QuakedMethods(store: store, scheduler: scheduler, reloader: reloader, logger: logger), logger: logger)
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: server), .init(service: scheduler), .init(service: maintenance),
+            .init(service: ReloadOnHangup(reloader: reloader)),
+        ]
+        if let interval = notifier.watchdogInterval {
+            services.append(.init(service: WatchdogPinger(notifier: notifier, interval: interval, store: store, logger: logger)))
+        }
+        // Last in the list, so first to hear of the shutdown.
+        services.append(.init(service: StoppingNotifier(notifier: notifier)))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(8)
+        groupConfiguration.maximumCancellationDuration = .seconds(1)
+        let group = ServiceGroup(configuration: groupConfiguration)
+
+        logger.info(
+            "quaked started",
+            metadata: [
+                "version": "\(QuakedVersion.string)", "store.path": "\(store.path)", "store.id": "\(store.storeID)",
+                "socket": "\(origin)", "feeds": "\(configuration.feeds.map(\.name).joined(separator: ","))",
+            ])
+        notifier.ready()
+        notifier.status(StatusLine.starting(store: store))
+        do {
+            try await group.run()
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        try await httpClient.shutdown()
+        logger.info("quaked stopped")
+    }
+}
+
+/// Sends `STOPPING=1` as soon as the graceful shutdown starts.
+struct StoppingNotifier: Service {
+    let notifier: SystemdNotifier
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        notifier.stopping()
+    }
+}
+
+/// The one-line `STATUS=` systemd shows in `systemctl status quaked`.
+enum StatusLine {
+    static func starting(store: QuakeStore) -> String {
+        "starting · \(summary(store))"
+    }
+
+    static func make(store: QuakeStore, feed: FeedStatus, result: PullResult) -> String {
+        let outcome: String
+        switch result {
+        case .imported(let report, _):
+            outcome =
+                report.token == nil
+                ? "no changes"
+                : "+\(report.inserted) new, \(report.updated) updated, \(report.superseded) superseded"
+        case .notModified:
+            outcome = "not modified"
+        case .failed:
+            outcome = "failed (\(feed.consecutiveFailures) in a row)"
+        }
+        return "\(summary(store)) · last pull \(feed.name): \(outcome)"
+    }
+
+    private static func summary(_ store: QuakeStore) -> String {
+        let count = (try? store.count()) ?? 0
+        let head = (try? store.head()) ?? 0
+        return "\(count) quakes · token \(head)"
+    }
+}

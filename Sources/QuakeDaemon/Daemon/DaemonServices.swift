@@ -1,0 +1,92 @@
+import Foundation
+import Logging
+import QuakeStore
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// Reloads the configuration on SIGHUP (swift-service-lifecycle leaves SIGHUP to us).
+struct ReloadOnHangup: Service {
+    let reloader: Reloader
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            try? await reloader.reload()  // a rejected reload is logged; the daemon carries on
+        }
+    }
+}
+
+/// Sends `WATCHDOG=1` every half `WATCHDOG_USEC`, but only while the daemon works: each ping
+/// follows a successful read of the store and a scheduler that is not wedged.
+struct WatchdogPinger: Service {
+    let notifier: SystemdNotifier
+    let interval: Duration
+    let store: QuakeStore
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    _ = try store.head()
+                    notifier.watchdog()
+                } catch {
+                    logger.error("health check failed; not pinging the watchdog", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+
+/// Purges old history and applies event retention, at start-up and then hourly (and after a reload).
+final class StoreMaintenance: Service, Sendable {
+    private let store: QuakeStore
+    private let logger: Logger
+    private let settings: Mutex<(historyMaxAge: Duration, eventRetention: Duration?)>
+    private let wakeup = Wakeup()
+    private let afterChange: @Sendable (HistoryToken) async -> Void
+
+    init(
+        store: QuakeStore, configuration: DaemonConfiguration, logger: Logger,
+        afterChange: @escaping @Sendable (HistoryToken) async -> Void
+    ) {
+        self.store = store
+        self.logger = logger
+        self.settings = Mutex((configuration.historyMaxAge, configuration.eventRetention))
+        self.afterChange = afterChange
+    }
+
+    func apply(_ configuration: DaemonConfiguration) {
+        settings.withLock { $0 = (configuration.historyMaxAge, configuration.eventRetention) }
+        wakeup.signal()
+    }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.runOnce()
+                await self.wakeup.wait(until: .now + .seconds(3600))
+            }
+        }
+    }
+
+    func runOnce() async {
+        let (historyMaxAge, eventRetention) = settings.withLock { $0 }
+        do {
+            if let eventRetention, let token = try await store.applyRetention(maxAge: eventRetention) {
+                logger.info("expired old quakes", metadata: ["history.token": "\(token)"])
+                await afterChange(token)
+            }
+            let purge = try await store.purgeHistory(olderThan: historyMaxAge)
+            if purge.removed > 0 {
+                logger.info(
+                    "purged old history",
+                    metadata: ["history.removed": "\(purge.removed)", "history.oldest": "\(purge.oldestToken)"])
+            }
+        } catch {
+            logger.error("store maintenance failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A blocking Unix stream socket client for tests: sends raw bytes, reads NUL-terminated
+/// messages. Deliberately independent of quaked's own Varlink code.
+public final class UnixSocketClient: @unchecked Sendable {
+    public let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "connect \(path): \(message)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Whether something accepts connections on `path` now.
+    public static func canConnect(_ path: String) -> Bool {
+        (try? UnixSocketClient(path: path)) != nil
+    }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw Failure(description: "send: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    /// Sends one message (the JSON text plus its NUL).
+    public func send(_ json: String) throws {
+        try send(Array(json.utf8) + [0])
+    }
+
+    /// The next NUL-terminated message as text; nil at EOF. Throws on timeout.
+    public func receive(timeout: Duration = .seconds(10)) throws -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let nul = buffer.firstIndex(of: 0) {
+                let message = String(decoding: buffer[..<nul], as: UTF8.self)
+                buffer.removeSubrange(...nul)
+                return message
+            }
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw Failure(description: "no reply in time") }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ms = Int32(min(remaining / .milliseconds(1), 60_000))
+            let ready = poll(&poller, 1, max(ms, 1))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return nil }
+            guard n > 0 else { throw Failure(description: "recv: \(String(cString: strerror(errno)))") }
+            buffer += chunk[..<n]
+        }
+    }
+
+    /// One call, one reply, decoded as a JSON object.
+    public func call(_ method: String, _ parameters: [String: Any] = [:], timeout: Duration = .seconds(30)) throws
+        -> [String: Any]
+    {
+        let object: [String: Any] = ["method": method, "parameters": parameters]
+        let data = try JSONSerialization.data(withJSONObject: object)
+        try send(Array(data) + [0])
+        guard let reply = try receive(timeout: timeout) else { throw Failure(description: "connection closed") }
+        guard let decoded = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
+            throw Failure(description: "reply is not an object: \(reply)")
+        }
+        return decoded
+    }
+}

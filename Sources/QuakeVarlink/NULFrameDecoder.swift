@@ -1,0 +1,44 @@
+import NIOCore
+
+/// Splits a byte stream into Varlink messages at NUL bytes.
+///
+/// A message longer than `maxMessageSize` without its NUL is an error (`MessageTooLarge`), after
+/// which the connection is closed: the rest of the stream cannot be trusted to be in step.
+public struct NULFrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = ByteBuffer
+
+    public struct MessageTooLarge: Error, Sendable {
+        public var limit: Int
+    }
+
+    public let maxMessageSize: Int
+    private var scanned = 0
+
+    public init(maxMessageSize: Int = 1 << 20) {
+        self.maxMessageSize = maxMessageSize
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        let view = buffer.readableBytesView
+        if let nul = view.dropFirst(scanned).firstIndex(of: 0) {
+            let length = nul - view.startIndex
+            let frame = buffer.readSlice(length: length)!
+            buffer.moveReaderIndex(forwardBy: 1)
+            scanned = 0
+            context.fireChannelRead(Self.wrapInboundOut(frame))
+            return .continue
+        }
+        scanned = view.count
+        if view.count > maxMessageSize { throw MessageTooLarge(limit: maxMessageSize) }
+        return .needMoreData
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+        -> DecodingState
+    {
+        // A partial message at EOF is dropped: the peer went away mid-message.
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+        return .needMoreData
+    }
+}

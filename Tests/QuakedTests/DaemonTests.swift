@@ -1,0 +1,190 @@
+import Foundation
+import QuakeStore
+import QuakeTestSupport
+import Testing
+
+/// quaked as a long-running process against a real HTTP server on 127.0.0.1.
+@Suite("quaked daemon")
+struct DaemonTests {
+    static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
+    static let day = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
+    static let week = Fixtures.usgs("abruzzi__earthquake-viz__all_week.geojson")
+
+    @Test("scheduled pulls import; re-pulls are conditional, answered 304, and make no new token")
+    func scheduledPulls() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                server.setResponse("/feed", .uncachedFeed(Self.small))
+                let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
+                try await server.waitForRequests("/feed", count: 3, timeout: .seconds(20))
+                let requests = server.requests("/feed")
+                #expect(requests[0].header("If-Modified-Since") == nil)
+                #expect(requests[1].header("If-Modified-Since") == TestResponse.defaultLastModified)
+                #expect(requests.allSatisfy { $0.header("Accept-Encoding")?.contains("gzip") == true })
+                let status = try daemon.status()
+                #expect(status["headToken"] as? Int == 1)
+                #expect(status["quakeCount"] as? Int == 151)
+                let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
+                #expect(feed["lastResult"] as? String == "not-modified")
+                #expect(feed["httpStatus"] as? Int == 304)
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
+    @Test("a changed feed on the next request is merged as one new transaction")
+    func changedFeedIsMerged() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                var second = TestResponse.uncachedFeed(Self.week)
+                second.lastModified = "Sun, 23 Nov 2025 02:57:00 GMT"
+                server.setResponses("/feed", [.uncachedFeed(Self.day), second])
+                let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
+                try await server.waitForRequests("/feed", count: 3, timeout: .seconds(20))
+                try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["headToken"] as? Int) == 2 }
+                let expected = Set(try FeedDocument(contentsOf: Self.day).ids).union(try FeedDocument(contentsOf: Self.week).ids)
+                #expect(try daemon.withStore { Set(try $0.allQuakes().map(\.id)) } == expected)
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
+    @Test("every kind of failure leaves the store untouched; the daemon backs off, honours Retry-After and recovers")
+    func failuresBackOffAndRecover() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                let size = try Data(contentsOf: Self.week).count
+                server.setResponses(
+                    "/feed",
+                    [
+                        .uncachedFeed(Self.day),
+                        .status(500), .status(500),
+                        .tooManyRequests(retryAfter: "2"),
+                        TestResponse.uncachedFeed(Self.week).unconditional().uncompressed().truncated(afterBytes: size / 2),
+                        TestResponse.uncachedFeed(Self.week).unconditional().uncompressed().stalled(afterBytes: size / 2),
+                        .generated(byteCount: 3 << 20),
+                        .text("<html>Service Unavailable</html>"),
+                        { var r = TestResponse.uncachedFeed(Self.week); r.lastModified = "Sun, 23 Nov 2025 02:57:00 GMT"; return r }(),
+                    ])
+                let daemon = try await DaemonHarness(
+                    in: dir,
+                    [
+                        "--feed", server.url("/feed"), "--interval", "1s",
+                    ],
+                    environment: [
+                        "QUAKED_RETRY_INITIAL_DELAY": "300ms", "QUAKED_RETRY_MAX_DELAY": "2s",
+                        "QUAKED_TOTAL_TIMEOUT": "2s", "QUAKED_MAX_FEED_SIZE": "2M",
+                    ])
+                try await server.waitForRequests("/feed", count: 2, timeout: .seconds(20))
+                let afterFirst = try daemon.withStore { try StoreSnapshotText($0) }
+                #expect(afterFirst.head == 1)
+                // Through every failure, the store stays as the first import left it.
+                for count in 3...8 {
+                    do {
+                        try await server.waitForRequests("/feed", count: count, timeout: .seconds(30))
+                    } catch {
+                        Issue.record("\(error): \(daemon.process.stderr)")
+                        throw error
+                    }
+                    #expect(try daemon.withStore { try StoreSnapshotText($0) } == afterFirst)
+                    #expect(daemon.process.isRunning)
+                }
+                let status = try daemon.status()
+                let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
+                #expect(feed["lastResult"] as? String == "failed")
+                #expect((feed["consecutiveFailures"] as? Int ?? 0) >= 6, "\(daemon.process.stderr)")
+                #expect(feed["lastError"] as? String != nil)
+
+                // Recovery: the ninth answer is a good feed.
+                try await server.waitForRequests("/feed", count: 9, timeout: .seconds(30))
+                try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["headToken"] as? Int) == 2 }
+                let recovered = try #require((try daemon.status()["feeds"] as? [[String: Any]])?.first)
+                #expect(recovered["consecutiveFailures"] as? Int == 0)
+
+                // Delays grew while failing: 500, 500 (~0.3 s, ~0.6 s), then Retry-After 2 s.
+                let times = server.requests("/feed").map(\.receivedAt)
+                let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+                #expect(gaps[1] < gaps[2], "\(gaps)")
+                #expect(gaps[3] >= .milliseconds(1900), "Retry-After 2 must be honoured: \(gaps)")
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
+    @Test("SIGTERM during a pull exits 0 within 10 s and the import rolls back")
+    func sigtermMidPull() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                let size = try Data(contentsOf: Self.week).count
+                server.setResponse("/feed", TestResponse.uncachedFeed(Self.week).uncompressed().stalled(afterBytes: size * 3 / 4))
+                let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed")])
+                try await server.waitForRequests("/feed", count: 1)
+                try await waitUntil(timeout: .seconds(20)) { try writeLockIsHeld(daemon.stateDirectory) }
+                let started = ContinuousClock.now
+                #expect(try await daemon.stop() == 0)
+                #expect(ContinuousClock.now - started < .seconds(10))
+                #expect(try daemon.withStore { try ($0.count(), $0.head()) } == (0, 0))
+                #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+            }
+        }
+    }
+
+    @Test("a stale socket file is replaced; a socket another daemon answers on is refused")
+    func staleAndLiveSockets() async throws {
+        try await withTemporaryDirectory { dir in
+            let feed = ["--feed", Self.small.absoluteString, "--interval", "1h"]
+            // A socket file nobody listens on, as a killed daemon leaves it.
+            let stale = try ChildProcess(
+                "/usr/bin/python3",
+                ["-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])",
+                 dir.appendingPathComponent("q.sock").path])
+            #expect(try await stale.wait() == 0)
+            let first = try await DaemonHarness(in: dir, feed)
+            #expect(try first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+
+            let second = try await ChildProcess.run(
+                BuiltProducts.path("quaked"),
+                ["--state-dir", dir.appendingPathComponent("state2").path, "--socket", first.socketPath] + feed)
+            #expect(second.status == 1)
+            #expect(second.stderr.contains("answers on"))
+            #expect(first.process.isRunning)
+            #expect(try first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+            #expect(try await first.stop() == 0)
+        }
+    }
+
+    @Test("started by systemd-socket-activate, quaked serves on the passed socket")
+    func socketActivation() async throws {
+        try await withTemporaryDirectory { dir in
+            let socketPath = dir.appendingPathComponent("activated.sock").path
+            let activator = try ChildProcess(
+                "/usr/bin/systemd-socket-activate",
+                ["-l", socketPath, "--fdname=varlink", BuiltProducts.path("quaked"),
+                 "--state-dir", dir.appendingPathComponent("state").path,
+                 // A socket path that is never bound: the passed socket must be used instead.
+                 "--socket", dir.appendingPathComponent("unused.sock").path,
+                 "--feed", Self.small.absoluteString, "--interval", "1h"])
+            try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: socketPath) }
+            // The first connection starts quaked.
+            let client = try UnixSocketClient(path: socketPath)
+            let reply = try client.call("org.varlink.service.GetInfo")
+            #expect((reply["parameters"] as? [String: Any])?["product"] as? String == "quaked")
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("unused.sock").path))
+            activator.signal(SIGTERM)
+            #expect(try await activator.wait() == 0)
+        }
+    }
+}
+
+/// Rows, head and history of a store as comparable text.
+struct StoreSnapshotText: Equatable {
+    var head: HistoryToken
+    var rows: [String]
+    var history: [String]
+
+    init(_ store: QuakeStore) throws {
+        head = try store.head()
+        rows = try store.allQuakes().map { "\($0.id) \($0.updated ?? 0) \($0.mag ?? -99)" }
+        history = try store.history(after: 0, limit: 1000).transactions.map { "\($0.token) \($0.changes.count)" }
+    }
+}
