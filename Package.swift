@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "quaked", targets: ["quaked"]),
+        .executable(name: "quakectl", targets: ["quakectl"]),
         .executable(name: "quake-bench", targets: ["quake-bench"]),
     ],
     dependencies: [
@@ -70,6 +71,19 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "quaked", dependencies: ["QuakedCLI"]),
+        // The `quakectl` client: commands, the watch loop and its local cache.
+        .target(
+            name: "QuakeCtl",
+            dependencies: [
+                "QuakeFeed",
+                "QuakeVarlink",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "quakectl", dependencies: ["QuakeCtl"]),
         .executableTarget(
             name: "quake-bench",
             dependencies: [
@@ -91,6 +105,10 @@ let package = Package(
         .testTarget(
             name: "QuakeFeedTests",
             dependencies: ["QuakeFeed", "QuakeTestSupport"]
+        ),
+        .testTarget(
+            name: "QuakeCtlTests",
+            dependencies: ["QuakeCtl", "QuakeVarlink", "QuakeStore", "QuakeTestSupport"]
         ),
         .testTarget(
             name: "QuakeStoreTests",

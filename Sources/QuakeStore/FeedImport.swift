@@ -45,10 +45,7 @@ struct FeedImport {
         var bytesConsumed = 0
         var featureCount = 0
         do {
-            while true {
-                let t0 = ContinuousClock.now
-                guard let batch = try pipe.receive() else { break }
-                PROF.recv += ContinuousClock.now - t0
+            while let batch = try pipe.receive() {
                 for item in batch.items {
                     featureCount = item.index + 1
                     try apply(item)
@@ -80,10 +77,7 @@ struct FeedImport {
         }
         report.features = featureCount
         report.bytes = bytesConsumed
-        let t0 = ContinuousClock.now
         report.token = try recorder.finish()
-        PROF.finish += ContinuousClock.now - t0
-        FileHandle.standardError.write("apply \(PROF.apply) insert \(PROF.insert) hist \(PROF.hist) finish \(PROF.finish) recv \(PROF.recv)\n".data(using: .utf8)!)
         return report
     }
 
@@ -92,9 +86,7 @@ struct FeedImport {
         case .skipped(let reason, _, _):
             report.skipped[reason.rawValue, default: 0] += 1
         case .feature(let feature, _):
-            let t0 = ContinuousClock.now
             try apply(feature)
-            PROF.apply += ContinuousClock.now - t0
         }
     }
 
@@ -103,13 +95,10 @@ struct FeedImport {
         // A feature is most likely new when the previous one was: then try the insert first (its
         // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
         // most features already exist (a re-import), take the lookup path below.
-        if expectNew && !hasAliases && !NOFAST {
-            let t0 = ContinuousClock.now
+        if expectNew && !hasAliases {
             try QuakeColumns.bindAndStep(incoming, insert)
             if sqlite3_changes(db.sqliteConnection) == 1 {
-                let t1 = ContinuousClock.now
                 try recorder.recordInsert(id: incoming.id)
-                PROF.insert += t1 - t0; PROF.hist += ContinuousClock.now - t1
                 report.inserted += 1
                 return
             }
@@ -146,17 +135,13 @@ struct FeedImport {
             report.superseded += 1
         }
         guard let stored else {
-            let t0 = ContinuousClock.now
             expectNew = true
             try QuakeColumns.bindAndStep(incoming, insert)
             if sqlite3_changes(db.sqliteConnection) == 0 {
                 throw DatabaseError(
                     resultCode: .SQLITE_CONSTRAINT, message: "quake \(incoming.id) violates a constraint of quakes")
             }
-            let t1 = ContinuousClock.now
             try recorder.recordInsert(id: incoming.id)
-            let t2 = ContinuousClock.now
-            PROF.insert += t1 - t0; PROF.hist += t2 - t1
             report.inserted += 1
             return
         }
@@ -211,7 +196,3 @@ struct FeedImport {
         Tombstone(id: quake.id, code: quake.code, mag: quake.mag, place: quake.place, time: quake.time)
     }
 }
-
-nonisolated(unsafe) var PROF = (apply: Duration.zero, insert: Duration.zero, hist: Duration.zero, finish: Duration.zero, recv: Duration.zero)
-
-nonisolated(unsafe) let NOFAST = getenv("QB_NOFAST") != nil

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Writes the history of one write transaction: one `historyTransactions` row, created on the
 /// first change so that a write that changes nothing leaves no trace, and one `historyChanges` row
@@ -14,6 +15,8 @@ struct HistoryRecorder {
     let timestamp: Int64
     private(set) var token: HistoryToken?
     private let insertChange: RawStatement
+    /// The common case, an insert's change row, with fewer bindings.
+    private let insertInsertChange: RawStatement
 
     init(db: Database, author: HistoryAuthor, source: String?, now: Date) throws {
         self.db = db
@@ -23,13 +26,23 @@ struct HistoryRecorder {
                 INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
+        self.insertInsertChange = try RawStatement(
+            db, sql: "INSERT OR IGNORE INTO historyChanges (token, quakeId, kind) VALUES (?, ?, 'insert')")
         self.author = author
         self.source = source
         self.timestamp = QuakeStore.milliseconds(now)
     }
 
     mutating func recordInsert(id: String) throws {
-        try record(id: id, kind: .insert, fields: nil, tombstone: nil, reason: nil, supersededBy: nil)
+        let token = try currentToken()
+        sqlite3_reset(insertInsertChange.handle)
+        insertInsertChange.bind(1, token)
+        insertInsertChange.bind(2, id)
+        try insertInsertChange.step()
+        if sqlite3_changes(db.sqliteConnection) == 0 {
+            try coalesce(
+                token: token, id: id, kind: .insert, fields: nil, tombstoneJSON: nil, reason: nil, supersededBy: nil)
+        }
     }
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {

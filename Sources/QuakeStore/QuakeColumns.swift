@@ -18,7 +18,7 @@ enum QuakeColumns {
     static let list = names.joined(separator: ", ")
     static let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
     /// `mag = ?2, place = ?3, ...` for every column but `id` (which is `?1`), numbered as in
-    /// ``bind(_:to:first:)``.
+    /// ``bindAndStep(_:_:)``.
     static let assignments = names.enumerated().dropFirst().map { "\($1) = ?\($0 + 1)" }.joined(separator: ", ")
 
     static func values(of q: FeedFeature) -> [DatabaseValue] {
@@ -71,41 +71,6 @@ enum QuakeColumns {
 }
 
 extension QuakeColumns {
-    /// Binds every column of `q`, in table order, to parameters `first`, `first + 1`, ...
-    static func bind(_ q: FeedFeature, to s: RawStatement, first: Int32 = 1) {
-        let i = first
-        s.bind(i, q.id)
-        s.bind(i + 1, q.mag)
-        s.bind(i + 2, q.place)
-        s.bind(i + 3, q.time)
-        s.bind(i + 4, q.updated)
-        s.bind(i + 5, q.tz)
-        s.bind(i + 6, q.url)
-        s.bind(i + 7, q.detail)
-        s.bind(i + 8, q.felt)
-        s.bind(i + 9, q.cdi)
-        s.bind(i + 10, q.mmi)
-        s.bind(i + 11, q.alert)
-        s.bind(i + 12, q.status)
-        s.bind(i + 13, q.tsunami)
-        s.bind(i + 14, q.sig)
-        s.bind(i + 15, q.net)
-        s.bind(i + 16, q.code)
-        s.bind(i + 17, q.ids)
-        s.bind(i + 18, q.sources)
-        s.bind(i + 19, q.types)
-        s.bind(i + 20, q.nst)
-        s.bind(i + 21, q.dmin)
-        s.bind(i + 22, q.rms)
-        s.bind(i + 23, q.gap)
-        s.bind(i + 24, q.magType)
-        s.bind(i + 25, q.type)
-        s.bind(i + 26, q.title)
-        s.bind(i + 27, q.lon)
-        s.bind(i + 28, q.lat)
-        s.bind(i + 29, q.depth)
-    }
-
     /// Binds every column of `q` (parameters 1...30, table order) and steps `s` once, the text
     /// columns bound in place (SQLITE_STATIC, no copy): each string's UTF-8 stays valid for the
     /// step because the binding happens inside its `withUTF8`, and the bindings are cleared

@@ -9,7 +9,9 @@ extension QuakeStore {
     /// Throws ``HistoryError/tokenExpired(after:oldest:head:)`` when history after `token` has been
     /// purged, and ``HistoryError/tokenAhead(after:head:)`` for a token this store never wrote:
     /// never a silent gap.
-    public func history(after token: HistoryToken, limit: Int = 100) throws -> HistoryPage {
+    /// `maxChanges` bounds a page's size: transactions are added while the changes so far stay
+    /// under it, but the first transaction is always returned whole.
+    public func history(after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max) throws -> HistoryPage {
         try pool.read { db in
             let head = try Self.head(db)
             let oldest = try Self.purgedThrough(db)
@@ -24,15 +26,23 @@ extension QuakeStore {
                 arguments: [token, max(1, limit) + 1])
             let hasMore = rows.count > max(1, limit)
             var transactions: [HistoryTransaction] = []
+            var changeCount = 0
+            var cutShort = false
             for row in rows.prefix(max(1, limit)) {
                 let t: HistoryToken = row[0]
+                let size: Int = row[4] + row[5] + row[6]
+                if !transactions.isEmpty && changeCount + size > maxChanges {
+                    cutShort = true
+                    break
+                }
+                changeCount += size
                 transactions.append(
                     HistoryTransaction(
                         token: t, author: HistoryAuthor(rawValue: row[1]) ?? .import, timestamp: row[2], source: row[3],
                         inserted: row[4], updated: row[5], deleted: row[6], changes: try Self.changes(db, token: t)))
             }
             return HistoryPage(
-                storeID: storeID, transactions: transactions, head: head, hasMore: hasMore,
+                storeID: storeID, transactions: transactions, head: head, hasMore: hasMore || cutShort,
                 nextAfter: transactions.last?.token ?? token)
         }
     }

@@ -23,9 +23,14 @@ struct RawStatement {
     }
 
     func bind(_ index: Int32, _ value: String?) {
-        guard let value else { return }  // bindings are NULL after reset
-        // SQLITE_TRANSIENT: SQLite copies the bytes before withCString's buffer goes away.
-        value.withCString { _ = sqlite3_bind_text(handle, index, $0, -1, Self.transient) }
+        guard var value else { return }  // bindings are NULL after reset
+        // SQLITE_TRANSIENT: SQLite copies the bytes before withUTF8's buffer goes away. With the
+        // byte count, as `QuakeColumns.bindAndStep` binds: a string may contain U+0000.
+        value.withUTF8 { utf8 in
+            let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
+            _ = sqlite3_bind_text(
+                handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transient)
+        }
     }
 
     func bind(_ index: Int32, _ value: Int64?) {

@@ -77,6 +77,18 @@ enum StoreSchema {
                     END;
                     """)
         }
+        migrator.registerMigration("v2-clients") { db in
+            // Durable client names and the last token each acknowledged: history they still
+            // need is kept (up to history-hard-max-age).
+            try db.execute(
+                sql: """
+                    CREATE TABLE clients (
+                        name TEXT PRIMARY KEY NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+                        token INTEGER NOT NULL CHECK (token >= 0),
+                        lastSeen INTEGER NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

@@ -98,11 +98,8 @@ struct ImportOnce: AsyncParsableCommand {
 
     func run() async throws {
         let store = try QuakeStore(directory: URL(fileURLWithPath: directory))
-        let t0 = ContinuousClock.now
         let report = try await store.importFile(URL(fileURLWithPath: feed))
-        let t1 = ContinuousClock.now
         try store.close()
-        FileHandle.standardError.write("import \(t1 - t0) close \(ContinuousClock.now - t1)\n".data(using: .utf8)!)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         print(String(decoding: try encoder.encode(report), as: UTF8.self))

@@ -36,6 +36,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var retryInitialDelay: Duration = .seconds(10)
     /// The longest delay between retries.
     public var retryMaxDelay: Duration = .seconds(15 * 60)
+    /// Connections served at once on the control socket.
+    public var maxConnections: Int = 4096
+    /// How long a client may take to finish a message it started.
+    public var messageTimeout: Duration = .seconds(10)
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
         stateDirectory = paths.stateDirectory
@@ -48,6 +52,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
         limits.connectTimeout = connectTimeout
         limits.totalTimeout = totalTimeout
         limits.maxBytes = maxFeedSize
+        return limits
+    }
+
+    /// The control socket limits this configuration gives.
+    public var socketLimits: ControlSocket.Limits {
+        var limits = ControlSocket.Limits()
+        limits.messageDeadline = .milliseconds(Int64(messageTimeout / .milliseconds(1)))
+        return limits
+    }
+
+    /// The control server limits this configuration gives.
+    public var serverLimits: ControlServer.Limits {
+        var limits = ControlServer.Limits()
+        limits.maxConnections = maxConnections
         return limits
     }
 
@@ -69,6 +87,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case maxFeedSize = "max-feed-size"
         case retryInitialDelay = "retry-initial-delay"
         case retryMaxDelay = "retry-max-delay"
+        case maxConnections = "max-connections"
+        case messageTimeout = "message-timeout"
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
         /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
@@ -131,6 +151,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
             retryInitialDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
         case .retryMaxDelay:
             retryMaxDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
+        case .maxConnections:
+            guard let count = Int(value), (1...1_000_000).contains(count) else {
+                throw fail("'\(value)' is not a number of connections (1 to 1000000)")
+            }
+            maxConnections = count
+        case .messageTimeout:
+            messageTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
         }
     }
 

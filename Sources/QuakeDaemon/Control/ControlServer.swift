@@ -3,19 +3,32 @@ import Logging
 import NIOCore
 import QuakeVarlink
 import ServiceLifecycle
+import Synchronization
 
 /// Serves Varlink on the control socket: one child task per connection, so one client never
-/// delays another. Stops accepting on graceful shutdown.
+/// delays another or the importer. Stops accepting on graceful shutdown.
 public final class ControlServer: Service, Sendable {
+    public struct Limits: Sendable {
+        /// Connections served at once; one more is answered TooManyConnections and closed.
+        public var maxConnections = 4096
+        public init() {}
+    }
+
     private let listener: ControlSocket.Listener
-    private let methods: ControlMethods
+    private let methods: any ControlMethods
     private let logger: Logger
     private let origin: ControlSocket.Origin
+    private let limits: Limits
+    private let connections = Mutex(0)
 
-    public init(listener: ControlSocket.Listener, origin: ControlSocket.Origin, methods: ControlMethods, logger: Logger) {
+    public init(
+        listener: ControlSocket.Listener, origin: ControlSocket.Origin, methods: any ControlMethods, limits: Limits = .init(),
+        logger: Logger
+    ) {
         self.listener = listener
         self.origin = origin
         self.methods = methods
+        self.limits = limits
         self.logger = logger
     }
 
@@ -40,10 +53,23 @@ public final class ControlServer: Service, Sendable {
     }
 
     private func serve(_ connection: ControlSocket.Connection) async {
+        let admitted = connections.withLock { count in
+            guard count < limits.maxConnections else { return false }
+            count += 1
+            return true
+        }
+        defer { if admitted { connections.withLock { $0 -= 1 } } }
+        var logger = self.logger
+        logger[metadataKey: "peer"] = "\(connection.peer.map { "\($0)" } ?? "unknown")"
         do {
-            try await connection.executeThenClose { inbound, outbound in
+            try await connection.channel.executeThenClose { inbound, outbound in
                 let reply: @Sendable (VarlinkReply) async throws -> Void = { message in
                     try await outbound.write(ByteBuffer(bytes: try VarlinkCoding.frame(message)))
+                }
+                guard admitted else {
+                    try await reply(
+                        Self.error("io.quaked.TooManyConnections", ["limit": .number(Double(limits.maxConnections))]))
+                    return
                 }
                 do {
                     for try await frame in inbound {
@@ -52,30 +78,35 @@ public final class ControlServer: Service, Sendable {
                             call = try VarlinkCoding.decoder().decode(VarlinkCall.self, from: Data(frame.readableBytesView))
                         } catch {
                             // Not a call: say so; the connection stays usable.
-                            try await reply(
-                                VarlinkReply(
-                                    parameters: .object(["parameter": .string("message")]),
-                                    error: VarlinkErrorName.invalidParameter))
+                            try await reply(Self.error(VarlinkErrorName.invalidParameter, ["parameter": .string("message")]))
                             continue
                         }
                         let noReply: @Sendable (VarlinkReply) async throws -> Void = { _ in }
-                        try await methods.handle(call, reply: call.oneway == true ? noReply : reply)
+                        try await methods.handle(
+                            call, peer: connection.peer, reply: call.oneway == true ? noReply : reply)
                     }
                 } catch let error as NULFrameDecoder.MessageTooLarge {
                     // The stream is out of step after an oversized message: answer, then close.
-                    try? await reply(
-                        VarlinkReply(
-                            parameters: .object(["limit": .number(Double(error.limit))]),
-                            error: "io.quaked.MessageTooLarge"))
+                    logger.notice("closing a connection that sent an oversized message")
+                    try? await reply(Self.error("io.quaked.MessageTooLarge", ["limit": .number(Double(error.limit))]))
+                } catch let error as MessageDeadlineHandler.MessageTimeout {
+                    logger.notice("closing a connection whose message did not end in time")
+                    try? await reply(Self.error("io.quaked.MessageTimeout", ["seconds": .number(Double(error.seconds))]))
                 }
             }
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
     }
+
+    static func error(_ name: String, _ parameters: [String: JSONValue] = [:]) -> VarlinkReply {
+        VarlinkReply(parameters: .object(parameters), error: name)
+    }
 }
 
 /// Answers Varlink calls. `reply` writes one reply; a call with `more` may get several.
 public protocol ControlMethods: Sendable {
-    func handle(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws
+    func handle(
+        _ call: VarlinkCall, peer: PeerCredentials?, reply: @escaping @Sendable (VarlinkReply) async throws -> Void
+    ) async throws
 }

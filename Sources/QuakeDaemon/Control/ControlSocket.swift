@@ -10,12 +10,21 @@ import QuakeVarlink
 /// Binding happens before the services start so that `READY=1` is only sent once the socket
 /// listens, and so that a socket another quaked answers on is a start-up error, not a takeover.
 public enum ControlSocket {
-    public typealias Connection = NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    public typealias Channel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
     public typealias Listener = NIOAsyncChannel<Connection, Never>
+
+    /// An accepted connection and who is on the other end.
+    public struct Connection: Sendable {
+        public var channel: Channel
+        /// From SO_PEERCRED at accept time; nil only if the kernel would not say.
+        public var peer: PeerCredentials?
+    }
 
     public struct Limits: Sendable {
         /// Largest message accepted (bytes before the NUL).
         public var maxMessageSize = 1 << 20
+        /// How long a started message may take to end with its NUL.
+        public var messageDeadline: TimeAmount = .seconds(10)
         public init() {}
     }
 
@@ -37,11 +46,12 @@ public enum ControlSocket {
             .serverChannelOption(.backlog, value: 256)
             // A client may send its call and shut down its side (socat does): still answer.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (Channel) -> EventLoopFuture<Connection> = { channel in
-            channel.eventLoop.makeCompletedFuture {
+        let initializer: @Sendable (any NIOCore.Channel) -> EventLoopFuture<Connection> = { channel in
+            PeerCredentials.read(from: channel).flatMapThrowing { peer in
+                try channel.pipeline.syncOperations.addHandler(MessageDeadlineHandler(deadline: limits.messageDeadline))
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize)))
-                return try Connection(wrappingChannelSynchronously: channel)
+                return Connection(channel: try Channel(wrappingChannelSynchronously: channel), peer: peer)
             }
         }
         if let fd = activated {

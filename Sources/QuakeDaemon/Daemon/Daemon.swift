@@ -13,29 +13,39 @@ public enum Daemon {
     /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket).
     public static func run(loader: ConfigurationLoader, configuration: DaemonConfiguration, logger: Logger) async throws {
         let notifier = SystemdNotifier()
+        raiseFileDescriptorLimit()
         let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
         defer { try? store.close() }
         let activated = SocketActivation.listenFileDescriptors().first
         let (listener, origin) = try await ControlSocket.open(
-            path: configuration.socketPath, group: configuration.socketGroup, activated: activated, logger: logger)
+            path: configuration.socketPath, group: configuration.socketGroup, activated: activated,
+            limits: configuration.socketLimits, logger: logger)
 
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
         let puller = FeedPuller(client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
+        let broadcaster = ChangeBroadcaster()
         let scheduler = FeedScheduler(
             store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
         ) { status, result in
+            if case .imported(let report, _) = result, let token = report.token {
+                broadcaster.publish(head: token, author: .import)
+            }
             notifier.status(StatusLine.make(store: store, feed: status, result: result))
         }
-        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger) { _ in }
+        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger) { token in
+            broadcaster.publish(head: token, author: .retention)
+        }
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
             maintenance.apply(new)
         }
         let server = ControlServer(
             listener: listener, origin: origin,
-            methods: QuakedMethods(store: store, scheduler: scheduler, reloader: reloader, logger: logger), logger: logger)
+            methods: QuakedMethods(
+                store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, logger: logger),
+            limits: configuration.serverLimits, logger: logger)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server), .init(service: scheduler), .init(service: maintenance),
@@ -69,6 +79,14 @@ public enum Daemon {
         try await httpClient.shutdown()
         logger.info("quaked stopped")
     }
+}
+
+/// Every client connection is a file descriptor: take the hard limit, not the (often 1024) soft one.
+func raiseFileDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
 /// Sends `STOPPING=1` as soon as the graceful shutdown starts.

@@ -42,9 +42,13 @@ struct WatchdogPinger: Service {
 
 /// Purges old history and applies event retention, at start-up and then hourly (and after a reload).
 final class StoreMaintenance: Service, Sendable {
+    static func seconds(_ d: Duration) -> TimeInterval {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
     private let store: QuakeStore
     private let logger: Logger
-    private let settings: Mutex<(historyMaxAge: Duration, eventRetention: Duration?)>
+    private let settings: Mutex<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
     private let wakeup = Wakeup()
     private let afterChange: @Sendable (HistoryToken) async -> Void
 
@@ -54,12 +58,14 @@ final class StoreMaintenance: Service, Sendable {
     ) {
         self.store = store
         self.logger = logger
-        self.settings = Mutex((configuration.historyMaxAge, configuration.eventRetention))
+        self.settings = Mutex((configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
         self.afterChange = afterChange
     }
 
     func apply(_ configuration: DaemonConfiguration) {
-        settings.withLock { $0 = (configuration.historyMaxAge, configuration.eventRetention) }
+        settings.withLock {
+            $0 = (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention)
+        }
         wakeup.signal()
     }
 
@@ -73,13 +79,19 @@ final class StoreMaintenance: Service, Sendable {
     }
 
     func runOnce() async {
-        let (historyMaxAge, eventRetention) = settings.withLock { $0 }
+        let (historyMaxAge, hardMaxAge, eventRetention) = settings.withLock { $0 }
         do {
             if let eventRetention, let token = try await store.applyRetention(maxAge: eventRetention) {
                 logger.info("expired old quakes", metadata: ["history.token": "\(token)"])
                 await afterChange(token)
             }
-            let purge = try await store.purgeHistory(olderThan: historyMaxAge)
+            // History named clients still need stays, up to the hard maximum age; a client not
+            // seen for that long no longer holds anything back.
+            let now = Date()
+            let needed = try store.oldestClientToken(seenSince: now - Self.seconds(hardMaxAge))
+            var purge = try await store.purgeHistory(olderThan: historyMaxAge, keepingAfter: needed, now: now)
+            let hard = try await store.purgeHistory(olderThan: hardMaxAge, now: now)
+            purge.removed += hard.removed
             if purge.removed > 0 {
                 logger.info(
                     "purged old history",

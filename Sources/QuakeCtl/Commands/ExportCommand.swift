@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+
+/// `quakectl export`: the whole store, streamed from one consistent read.
+public struct ExportCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write every stored earthquake as CSV, GeoJSON or NDJSON.",
+        discussion: """
+            The export is one consistent read of the store (quaked's Snapshot), streamed in pages: \
+            memory stays constant however large the store, and imports go on meanwhile. The GeoJSON \
+            is a FeatureCollection that quaked imports back unchanged. With -o the file appears \
+            only when complete.
+            """)
+
+    @OptionGroup public var options: ClientOptions
+
+    @Option(help: ArgumentHelp("csv, geojson or ndjson.", valueName: "format"))
+    public var format: ExportFormat
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file"))
+    public var output: String?
+
+    @Option(help: .hidden)
+    public var pageSize: Int = 500
+
+    public init() {}
+
+    public func run() async throws {
+        let style = options.style
+        let progress = ProgressLine(enabled: style.progress && !options.json)
+        let sink = try ExportSink(path: output)
+        let writer = format.writer()
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 20)
+        var count = 0
+        do {
+            try await QuakedConnection.with(options.socketPath) { connection in
+                let total = progress.enabled ? try await connection.status().quakeCount : 0
+                writer.header(into: &buffer)
+                for try await page in try await connection.snapshot(pageSize: pageSize) {
+                    for quake in page.quakes {
+                        writer.quake(quake, index: count, into: &buffer)
+                        count += 1
+                    }
+                    try sink.write(&buffer)
+                    progress.show("Exported \(Formatting.count(count)) of about \(Formatting.earthquakes(total))…")
+                }
+                writer.footer(into: &buffer)
+                try sink.write(&buffer)
+            }
+            try sink.finish()
+        } catch {
+            progress.clear()
+            sink.abandon()
+            throw error
+        }
+        progress.clear()
+        if progress.enabled || output != nil && !options.json {
+            Console.err("Exported \(Formatting.earthquakes(count)) (\(Formatting.bytes(sink.bytesWritten))).\n")
+        }
+    }
+}

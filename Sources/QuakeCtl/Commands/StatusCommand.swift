@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+
+/// `quakectl status`: the daemon, its store, its feeds and its clients.
+public struct StatusCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show quaked's version, store, history, feeds and clients.")
+
+    @OptionGroup public var options: ClientOptions
+
+    public init() {}
+
+    public func run() async throws {
+        let status = try await QuakedConnection.with(options.socketPath) { try await $0.status() }
+        if options.json {
+            Console.line(JSONText.encode(status))
+        } else {
+            Console.out(Self.text(status, options.style))
+        }
+    }
+
+    static func text(_ s: QuakedAPI.Status, _ style: OutputStyle, now: Date = Date()) -> String {
+        func label(_ text: String) -> String { style.dim(Formatting.fit(text, 13)) }
+        func when(_ ms: Int64) -> String { Formatting.time(ms, style, now: now) }
+        var out = style.bold("quaked \(s.version)") + "\n"
+        out += "\(label("store"))\(s.storeId)\n"
+        out += "\(label("history"))tokens \(s.oldestToken)…\(s.headToken) (oldest \(s.oldestToken), head \(s.headToken))\n"
+        out += "\(label("earthquakes"))\(Formatting.count(s.quakeCount)) · database \(Formatting.bytes(s.databaseBytes))\n"
+        out += "\(label("last change"))\(s.lastChange.map(when) ?? "never")\n"
+        out += "\(label("subscribers"))\(s.subscribers.map { Formatting.count($0) } ?? "unknown")\n"
+        out += style.bold("feeds") + "\n"
+        if s.feeds.isEmpty { out += "  none\n" }
+        for feed in s.feeds {
+            out += "  \(style.bold(feed.name))" + (feed.name == feed.url ? "" : "  \(style.dim(feed.url))") + "\n"
+            if let attempt = feed.lastAttempt {
+                var line = "    last pull \(when(attempt)): \(feed.lastResult ?? "running")"
+                var details: [String] = []
+                if let code = feed.httpStatus { details.append("HTTP \(code)") }
+                if let ms = feed.durationMs { details.append(Formatting.duration(ms: ms)) }
+                if !details.isEmpty { line += " (\(details.joined(separator: ", ")))" }
+                if feed.lastResult == "imported", let counts = feed.lastImport {
+                    line += " · +\(Formatting.count(counts.inserted)) new, \(Formatting.count(counts.updated)) updated, "
+                        + "\(Formatting.count(counts.unchanged)) unchanged"
+                }
+                out += line + "\n"
+                if let error = feed.lastError, feed.lastResult == "failed" {
+                    out += "    " + style.paint("error: \(error)", .red)
+                        + (feed.consecutiveFailures > 1 ? " (\(feed.consecutiveFailures) failures in a row)" : "") + "\n"
+                }
+                if let success = feed.lastSuccess, feed.lastResult == "failed" {
+                    out += "    last success \(when(success))\n"
+                }
+            } else {
+                out += "    not pulled yet\n"
+            }
+            if let next = feed.nextPull { out += "    next pull \(when(next))\n" }
+        }
+        if let clients = s.clients {
+            out += style.bold("clients") + "\n"
+            if clients.isEmpty { out += "  none\n" }
+            for c in clients {
+                out += "  \(style.bold(c.name))  token \(c.token), \(Formatting.count(c.lag)) behind, seen \(when(c.lastSeen))\n"
+            }
+        }
+        return out
+    }
+}

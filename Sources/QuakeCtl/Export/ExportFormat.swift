@@ -1,0 +1,149 @@
+import ArgumentParser
+import Foundation
+
+/// The formats of `quakectl export`.
+public enum ExportFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
+    /// RFC 4180: CRLF line ends, a header row, fields quoted when they hold a comma, quote or line
+    /// break. Times in ISO 8601 UTC with milliseconds.
+    case csv
+    /// A USGS-style FeatureCollection that quaked imports back unchanged.
+    case geojson
+    /// One interface `Quake` object per line.
+    case ndjson
+
+    public func writer() -> any ExportWriter {
+        switch self {
+        case .csv: CSVExportWriter()
+        case .geojson: GeoJSONExportWriter()
+        case .ndjson: NDJSONExportWriter()
+        }
+    }
+}
+
+/// Turns a stream of quakes into bytes: a header, each quake, a footer.
+public protocol ExportWriter {
+    func header(into out: inout [UInt8])
+    func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8])
+    func footer(into out: inout [UInt8])
+}
+
+public struct CSVExportWriter: ExportWriter {
+    public init() {}
+
+    public func header(into out: inout [UInt8]) {
+        out.append(contentsOf: Array(QuakeFields.names.joined(separator: ",").utf8))
+        out.append(contentsOf: [13, 10])
+    }
+
+    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+        for (i, value) in QuakeFields.values(q).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            let name = QuakeFields.names[i]
+            switch value {
+            case .null: break
+            case .integer(let n) where name == "time" || name == "updated":
+                out.append(contentsOf: Array(Self.iso8601(n).utf8))
+            case .integer(let n): out.append(contentsOf: Array(String(n).utf8))
+            case .real(let d): JSONText.appendNumber(d, to: &out)
+            case .text(let s): Self.appendField(s, to: &out)
+            }
+        }
+        out.append(contentsOf: [13, 10])
+    }
+
+    public func footer(into out: inout [UInt8]) {}
+
+    /// RFC 4180 section 2: quote a field with a comma, quote, CR or LF; double inner quotes.
+    static func appendField(_ s: String, to out: inout [UInt8]) {
+        let special: Set<UInt8> = [44, 34, 13, 10]  // , " CR LF
+        let needsQuotes = s.utf8.contains { special.contains($0) }
+        guard needsQuotes else {
+            out.append(contentsOf: Array(s.utf8))
+            return
+        }
+        out.append(34)
+        for byte in s.utf8 {
+            if byte == 34 { out.append(34) }
+            out.append(byte)
+        }
+        out.append(34)
+    }
+
+    /// `2025-11-22T02:57:00.123Z`.
+    static func iso8601(_ ms: Int64) -> String {
+        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let millis = ms - seconds * 1000
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(millis))
+    }
+}
+
+public struct NDJSONExportWriter: ExportWriter {
+    public init() {}
+
+    public func header(into out: inout [UInt8]) {}
+
+    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (i, value) in QuakeFields.values(q).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(QuakeFields.names[i], to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONText.appendValue(value, to: &out)
+        }
+        out.append(contentsOf: [UInt8(ascii: "}"), 10])
+    }
+
+    public func footer(into out: inout [UInt8]) {}
+}
+
+/// The USGS summary format: properties (every field but `id` and the coordinates, nulls kept),
+/// a Point geometry `[lon, lat, depth]` (null when the quake has no coordinates), and the id.
+public struct GeoJSONExportWriter: ExportWriter {
+    public init() {}
+
+    public func header(into out: inout [UInt8]) {
+        let generated = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        out.append(
+            contentsOf: Array(
+                #"{"type":"FeatureCollection","metadata":{"generated":\#(generated),"title":"quakectl export","status":200},"features":["#
+                    .utf8))
+    }
+
+    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: Array(#"{"type":"Feature","properties":{"#.utf8))
+        var first = true
+        for (i, value) in QuakeFields.values(q).enumerated() {
+            let name = QuakeFields.names[i]
+            if name == "id" || name == "lon" || name == "lat" || name == "depth" { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONText.appendString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONText.appendValue(value, to: &out)
+        }
+        out.append(contentsOf: Array(#"},"geometry":"#.utf8))
+        if q.lon == nil && q.lat == nil && q.depth == nil {
+            out.append(contentsOf: Array("null".utf8))
+        } else {
+            out.append(contentsOf: Array(#"{"type":"Point","coordinates":["#.utf8))
+            for (i, c) in [q.lon, q.lat, q.depth].enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendValue(c.map(QuakeValue.real) ?? .null, to: &out)
+            }
+            out.append(contentsOf: Array("]}".utf8))
+        }
+        out.append(contentsOf: Array(#","id":"#.utf8))
+        JSONText.appendString(q.id, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    public func footer(into out: inout [UInt8]) {
+        out.append(contentsOf: Array("]}\n".utf8))
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Where quakectl looks for quaked's control socket when `--socket` is not given.
+///
+/// `$QUAKED_SOCKET` first; then the daemon's own default rule. The rule is a copy of
+/// `DefaultPaths.socketPath` in QuakeDaemon (quakectl cannot depend on the daemon's target):
+/// keep the two in step. As a plain user whose per-user socket does not exist, the system
+/// socket `/run/quaked/quaked.sock` is used when it exists, so quakectl finds a system daemon too.
+public struct SocketPath: Sendable {
+    public var environment: [String: String]
+    public var isRoot: Bool
+    public var fileExists: @Sendable (String) -> Bool
+
+    public static let systemSocket = "/run/quaked/quaked.sock"
+
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment, isRoot: Bool = geteuid() == 0,
+        fileExists: @escaping @Sendable (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }
+    ) {
+        self.environment = environment
+        self.isRoot = isRoot
+        self.fileExists = fileExists
+    }
+
+    /// The socket to connect to.
+    public var resolved: String {
+        if let explicit = environment["QUAKED_SOCKET"], !explicit.isEmpty { return explicit }
+        let own = daemonDefault
+        if !isRoot, !fileExists(own), fileExists(Self.systemSocket) { return Self.systemSocket }
+        return own
+    }
+
+    /// Copy of the daemon's rule: `$RUNTIME_DIRECTORY/quaked.sock`, else `/run/quaked/quaked.sock`
+    /// as root, else `$XDG_RUNTIME_DIR/quaked/quaked.sock`, else `/tmp/quaked-<uid>/quaked.sock`.
+    public var daemonDefault: String {
+        if let first = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init),
+            first.hasPrefix("/")
+        {
+            return first + "/quaked.sock"
+        }
+        if isRoot { return Self.systemSocket }
+        if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") { return xdg + "/quaked/quaked.sock" }
+        return "/tmp/quaked-\(getuid())/quaked.sock"
+    }
+}
+
+/// Where `watch` and `list --cache` keep the local cache by default:
+/// `$XDG_CACHE_HOME/quakectl/cache.sqlite`, else `~/.cache/quakectl/cache.sqlite`.
+public enum CachePath {
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/quakectl/cache.sqlite" }
+        return NSHomeDirectory() + "/.cache/quakectl/cache.sqlite"
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import QuakeFeed
+
+/// How quakes, magnitudes, times and counts read in a terminal.
+public enum Formatting {
+    /// `M 4.5`, or `M ?` when unknown.
+    public static func magnitude(_ mag: Double?) -> String {
+        guard let mag, mag.isFinite else { return "M ?" }
+        return "M " + oneDecimal(mag)
+    }
+
+    public static func oneDecimal(_ value: Double) -> String {
+        let s = String(format: "%.1f", value)
+        return s == "-0.0" ? "0.0" : s
+    }
+
+    /// The sample app's colours: below 1 green, below 2 yellow, below 3 orange, below 5 red,
+    /// 5 and above purple; unknown or negative gray.
+    public static func magnitudeColor(_ mag: Double?) -> ANSIColor {
+        guard let mag, mag.isFinite, mag >= 0 else { return .gray }
+        switch mag {
+        case ..<1: return .green
+        case ..<2: return .yellow
+        case ..<3: return .orange
+        case ..<5: return .red
+        default: return .purple
+        }
+    }
+
+    /// "3 minutes ago", "in 5 seconds", "just now".
+    public static func relative(_ ms: Int64, now: Date = Date()) -> String {
+        let seconds = (Double(ms) / 1000 - now.timeIntervalSince1970)
+        let magnitude = abs(seconds)
+        if magnitude < 1 { return "just now" }
+        let (value, unit): (Int, String)
+        switch magnitude {
+        case ..<60: (value, unit) = (Int(magnitude), "second")
+        case ..<3600: (value, unit) = (Int(magnitude / 60), "minute")
+        case ..<86_400: (value, unit) = (Int(magnitude / 3600), "hour")
+        case ..<(86_400 * 30): (value, unit) = (Int(magnitude / 86_400), "day")
+        case ..<(86_400 * 365): (value, unit) = (Int(magnitude / (86_400 * 30)), "month")
+        default: (value, unit) = (Int(magnitude / (86_400 * 365)), "year")
+        }
+        let amount = "\(value) \(unit)\(value == 1 ? "" : "s")"
+        return seconds < 0 ? "\(amount) ago" : "in \(amount)"
+    }
+
+    /// `2025-11-22 02:57:00 UTC` in `timeZone`.
+    public static func absolute(_ ms: Int64, timeZone: TimeZone = .current) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let date = Date(timeIntervalSince1970: Double(ms) / 1000)
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        let zone = timeZone.abbreviation(for: date) ?? timeZone.identifier
+        return String(
+            format: "%04d-%02d-%02d %02d:%02d:%02d %@", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
+            c.minute ?? 0, c.second ?? 0, zone)
+    }
+
+    /// A time as the style wants it.
+    public static func time(_ ms: Int64, _ style: OutputStyle, now: Date = Date()) -> String {
+        style.absoluteTimes ? absolute(ms, timeZone: style.timeZone) : relative(ms, now: now)
+    }
+
+    /// `1,234`.
+    public static func count(_ n: some BinaryInteger) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, ch) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(ch)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+
+    /// `1 earthquake`, `1,234 earthquakes`.
+    public static func earthquakes(_ n: Int) -> String {
+        "\(count(n)) earthquake\(n == 1 ? "" : "s")"
+    }
+
+    /// `12.3 MB`.
+    public static func bytes(_ n: Int) -> String {
+        let units = ["bytes", "KB", "MB", "GB", "TB"]
+        var value = Double(n)
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(n) bytes" : "\(oneDecimal(value)) \(units[unit])"
+    }
+
+    /// `340 ms`, `2.5 s`.
+    public static func duration(ms: Int) -> String {
+        ms < 1000 ? "\(ms) ms" : "\(oneDecimal(Double(ms) / 1000)) s"
+    }
+
+    /// `text` cut to `width` characters with an ellipsis, or padded to it.
+    public static func fit(_ text: String, _ width: Int) -> String {
+        if text.count > width { return String(text.prefix(max(width - 1, 0))) + "…" }
+        return text + String(repeating: " ", count: width - text.count)
+    }
+
+    /// A coloured, fixed-width magnitude column (`M 4.5`, `M ?`).
+    public static func magnitudeColumn(_ mag: Double?, _ style: OutputStyle) -> String {
+        let text = magnitude(mag)
+        return style.paint(text, magnitudeColor(mag)) + String(repeating: " ", count: max(0, 6 - text.count))
+    }
+
+    /// One quake as a list row: magnitude, place, time, id.
+    public static func row(
+        mag: Double?, place: String?, time: Int64, id: String, placeWidth: Int, _ style: OutputStyle,
+        now: Date = Date()
+    ) -> String {
+        let when = Formatting.time(time, style, now: now)
+        return "\(magnitudeColumn(mag, style))  \(fit(place ?? "(unknown place)", placeWidth))  "
+            + "\(fit(when, style.absoluteTimes ? 23 : 16))  \(style.dim(id))"
+    }
+
+    /// A width for the place column that suits these places (between 12 and 48 characters).
+    public static func placeWidth(_ places: some Sequence<String?>) -> Int {
+        min(48, max(12, places.reduce(0) { max($0, ($1 ?? "(unknown place)").count) }))
+    }
+}

@@ -1,0 +1,3 @@
+import QuakeCtl
+
+await QuakectlMain.run()
