@@ -9,6 +9,8 @@ import Foundation
 public final class UnixSocketClient: @unchecked Sendable {
     public let fd: Int32
     private var buffer: [UInt8] = []
+    /// Bytes of `buffer` already searched for a NUL: large replies are scanned once.
+    private var scanned = 0
 
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
@@ -61,11 +63,13 @@ public final class UnixSocketClient: @unchecked Sendable {
     public func receive(timeout: Duration = .seconds(10)) throws -> String? {
         let deadline = ContinuousClock.now + timeout
         while true {
-            if let nul = buffer.firstIndex(of: 0) {
+            if let nul = buffer[scanned...].firstIndex(of: 0) {
                 let message = String(decoding: buffer[..<nul], as: UTF8.self)
                 buffer.removeSubrange(...nul)
+                scanned = 0
                 return message
             }
+            scanned = buffer.count
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw Failure(description: "no reply in time") }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -36,11 +36,35 @@ public struct VarlinkReply: Sendable, Codable, Hashable {
     public var parameters: JSONValue?
     public var continues: Bool?
     public var error: String?
+    /// Parameters already encoded as a JSON object, written as they are (large replies skip
+    /// the JSONValue tree). Takes the place of `parameters` on the wire.
+    public var encodedParameters: [UInt8]?
 
     public init(parameters: JSONValue? = nil, continues: Bool? = nil, error: String? = nil) {
         self.parameters = parameters
         self.continues = continues
         self.error = error
+    }
+
+    /// A reply whose parameters are `value` encoded once, straight to bytes.
+    public init(encoding value: some Encodable, continues: Bool? = nil) throws {
+        self.encodedParameters = [UInt8](try VarlinkCoding.encoder().encode(value))
+        self.continues = continues
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case parameters, continues, error
+    }
+
+    /// The message's bytes, NUL-terminated.
+    public func frame() throws -> [UInt8] {
+        guard let encodedParameters else { return try VarlinkCoding.frame(self) }
+        var bytes = Array(#"{"parameters":"#.utf8)
+        bytes.reserveCapacity(encodedParameters.count + 48)
+        bytes += encodedParameters
+        if continues == true { bytes += Array(#","continues":true"#.utf8) }
+        bytes += [UInt8(ascii: "}"), 0]
+        return bytes
     }
 }
 

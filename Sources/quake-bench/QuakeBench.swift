@@ -8,7 +8,7 @@ struct QuakeBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quake-bench",
         abstract: "Measure quaked's import against a plain Python peer, in one run.",
-        subcommands: [ImportBenchmark.self, ImportOnce.self],
+        subcommands: [ImportBenchmark.self, ImportOnce.self, ProtocolBenchmark.self],
         defaultSubcommand: ImportBenchmark.self)
 }
 
@@ -36,7 +36,7 @@ struct ImportBenchmark: AsyncParsableCommand {
         let feed = workDir.appendingPathComponent("feed-\(features).geojson")
         if !FileManager.default.fileExists(atPath: feed.path) {
             print("generating \(feed.path) …")
-            let gen = try ChildProcess.run([
+            let gen = try MeasuredProcess.run([
                 "python3", root.appendingPathComponent("scripts/gen-feed.py").path, "--features", "\(features)", feed.path,
             ])
             guard gen.status == 0 else { throw ValidationError("gen-feed.py failed (exit \(gen.status))") }
@@ -49,9 +49,9 @@ struct ImportBenchmark: AsyncParsableCommand {
         let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : "/proc/self/exe"
         let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
 
-        let first = try ChildProcess.run([selfPath, "import-once", feed.path, storeDir.path])
+        let first = try MeasuredProcess.run([selfPath, "import-once", feed.path, storeDir.path])
         guard first.status == 0 else { throw ValidationError("quaked import failed (exit \(first.status))") }
-        let noop = try ChildProcess.run([selfPath, "import-once", feed.path, storeDir.path])
+        let noop = try MeasuredProcess.run([selfPath, "import-once", feed.path, storeDir.path])
         guard noop.status == 0 else { throw ValidationError("quaked re-import failed (exit \(noop.status))") }
 
         print("")
@@ -61,7 +61,7 @@ struct ImportBenchmark: AsyncParsableCommand {
         if !noPeer {
             let peerDB = workDir.appendingPathComponent("peer.sqlite")
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: peerDB.path + suffix) }
-            let peer = try ChildProcess.run([
+            let peer = try MeasuredProcess.run([
                 "python3", root.appendingPathComponent("Benchmarks/peer_import.py").path, feed.path, peerDB.path,
             ])
             guard peer.status == 0 else { throw ValidationError("the Python peer failed (exit \(peer.status))") }

@@ -64,7 +64,7 @@ public final class ControlServer: Service, Sendable {
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
                 let reply: @Sendable (VarlinkReply) async throws -> Void = { message in
-                    try await outbound.write(ByteBuffer(bytes: try VarlinkCoding.frame(message)))
+                    try await outbound.write(ByteBuffer(bytes: try message.frame()))
                 }
                 guard admitted else {
                     try await reply(
@@ -86,12 +86,8 @@ public final class ControlServer: Service, Sendable {
                             call, peer: connection.peer, reply: call.oneway == true ? noReply : reply)
                     }
                 } catch let error as NULFrameDecoder.MessageTooLarge {
-                    // The stream is out of step after an oversized message: answer, then close.
-                    logger.notice("closing a connection that sent an oversized message")
+                    // Not reached while MessageLimitsHandler checks first; kept as a backstop.
                     try? await reply(Self.error("io.quaked.MessageTooLarge", ["limit": .number(Double(error.limit))]))
-                } catch let error as MessageDeadlineHandler.MessageTimeout {
-                    logger.notice("closing a connection whose message did not end in time")
-                    try? await reply(Self.error("io.quaked.MessageTimeout", ["seconds": .number(Double(error.seconds))]))
                 }
             }
         } catch {

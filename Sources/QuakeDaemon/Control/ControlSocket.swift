@@ -48,9 +48,11 @@ public enum ControlSocket {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
         let initializer: @Sendable (any NIOCore.Channel) -> EventLoopFuture<Connection> = { channel in
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
-                try channel.pipeline.syncOperations.addHandler(MessageDeadlineHandler(deadline: limits.messageDeadline))
                 try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize)))
+                    MessageLimitsHandler(maxMessageSize: limits.maxMessageSize, deadline: limits.messageDeadline))
+                // The limits handler has already refused anything longer.
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize + 1)))
                 return Connection(channel: try Channel(wrappingChannelSynchronously: channel), peer: peer)
             }
         }

@@ -241,12 +241,15 @@ public struct QuakedMethods: ControlMethods {
             try Task.checkCancellation()
             let page = try snapshot.page(after: after, limit: size)
             let last = page.count < size
+            struct Page: Encodable {
+                var storeId: String
+                var token: Int64
+                var quakes: [FeedFeature]
+            }
             try await reply(
-                VarlinkReply(
-                    parameters: .object([
-                        "storeId": .string(snapshot.storeID), "token": .number(Double(snapshot.token)),
-                        "quakes": try VarlinkCoding.value(page),
-                    ]), continues: last ? nil : true))
+                try VarlinkReply(
+                    encoding: Page(storeId: snapshot.storeID, token: snapshot.token, quakes: page),
+                    continues: last ? nil : true))
             if last { return }
             after = page.last?.id
         }
@@ -276,12 +279,12 @@ public struct QuakedMethods: ControlMethods {
             QuakeQuery(
                 minMagnitude: parameters.minMagnitude, since: parameters.since, type: parameters.type, near: parameters.near,
                 limit: min(max(parameters.limit ?? 1000, 0), 100_000), order: order))
-        try await reply(
-            VarlinkReply(
-                parameters: .object([
-                    "quakes": try VarlinkCoding.value(result.quakes), "total": .number(Double(result.total)),
-                    "headToken": .number(Double(result.head)),
-                ])))
+        struct Reply: Encodable {
+            var quakes: [FeedFeature]
+            var total: Int
+            var headToken: Int64
+        }
+        try await reply(try Self.reply(Reply(quakes: result.quakes, total: result.total, headToken: result.head)))
     }
 
     func status() throws -> StatusReply {
@@ -323,7 +326,7 @@ public struct QuakedMethods: ControlMethods {
     }
 
     static func reply(_ value: some Encodable) throws -> VarlinkReply {
-        VarlinkReply(parameters: try VarlinkCoding.value(value))
+        try VarlinkReply(encoding: value)
     }
 
     /// The name of the parameter a decoding error is about.

@@ -13,7 +13,7 @@ struct ChildRun {
     var stdout: String
 }
 
-enum ChildProcess {
+enum MeasuredProcess {
     /// Runs `argv` to completion with stdout captured and stderr inherited.
     static func run(_ argv: [String]) throws -> ChildRun {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("quake-bench-\(getpid()).out")

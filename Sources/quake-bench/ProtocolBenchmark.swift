@@ -1,0 +1,184 @@
+import ArgumentParser
+import Foundation
+import QuakeStore
+import QuakeTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Fan-out latency (commit to receipt at 1, 100 and 1,000 subscribers) and FetchHistory
+/// catch-up throughput, against a real quaked process; each figure beside a peer measured in
+/// the same run.
+struct ProtocolBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "protocol", abstract: "Notification fan-out latency and FetchHistory catch-up throughput.")
+
+    @Option(help: "History changes for the catch-up measurement.")
+    var changes = 100_000
+
+    @Option(help: "Notifications measured per subscriber count.")
+    var rounds = 20
+
+    func run() async throws {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+        let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("quake-bench-protocol-\(getpid())")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let state = work.appendingPathComponent("state")
+
+        // History: `changes` changes in transactions of 1,000 (one insert round, then updates).
+        print("writing \(changes) history changes …")
+        let perRound = 1000
+        let store = try QuakeStore(directory: state)
+        for round in 0..<max(1, changes / perRound) {
+            let json = Self.feed(round: round, count: perRound)
+            _ = try await store.importFeed(source: "bench://round\(round)") { sink in try await sink.send(Array(json.utf8)) }
+        }
+        try store.close()
+
+        let quaked = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("quaked").path
+        guard FileManager.default.isExecutableFile(atPath: quaked) else {
+            throw ValidationError("build quaked next to quake-bench first: swift build -c release")
+        }
+        let socket = work.appendingPathComponent("q.sock").path
+        let daemon = try ChildProcess(
+            quaked,
+            ["--state-dir", state.path, "--socket", socket, "--feed", "file:///nonexistent.geojson", "--interval", "1h",
+             "--log-level", "error"])
+        defer { daemon.signal(SIGTERM) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !UnixSocketClient.canConnect(socket) {
+            guard ContinuousClock.now < deadline else { throw ValidationError("quaked did not start") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        try catchUp(socket: socket, state: state)
+        print("")
+        try fanOut(socket: socket)
+    }
+
+    /// A feed of `count` features whose content depends on `round`, so every round updates every row.
+    static func feed(round: Int, count: Int) -> String {
+        var features: [String] = []
+        features.reserveCapacity(count)
+        for i in 0..<count {
+            let mag = Double((i * 7 + round * 13) % 60) / 10
+            features.append(
+                #"{"type":"Feature","properties":{"mag":\#(mag),"place":"\#(i) km N of Benchtown","time":\#(1_700_000_000_000 + i * 1000),"updated":\#(1_700_000_000_000 + round * 60_000),"status":"automatic","tsunami":0,"sig":\#(i % 1000),"net":"bn","code":"\#(i)","ids":",bn\#(i),","type":"earthquake","title":"M \#(mag) - bench"},"geometry":{"type":"Point","coordinates":[\#(Double(i % 360) - 180),\#(Double(i % 180) - 90),10]},"id":"bn\#(i)"}"#
+            )
+        }
+        return #"{"type":"FeatureCollection","metadata":{"count":\#(count)},"features":["# + features.joined(separator: ",") + "]}"
+    }
+
+    private func catchUp(socket: String, state: URL) throws {
+        let client = try UnixSocketClient(path: socket)
+        var after = 0
+        var received = 0
+        let started = ContinuousClock.now
+        while true {
+            let reply = try client.call("io.quaked.FetchHistory", ["after": after, "limit": 1000, "maxChanges": 10_000])
+            guard let page = reply["parameters"] as? [String: Any] else { throw ValidationError("FetchHistory failed: \(reply)") }
+            for transaction in page["transactions"] as? [[String: Any]] ?? [] {
+                received += (transaction["changes"] as? [Any])?.count ?? 0
+            }
+            after = page["nextAfter"] as? Int ?? after
+            if page["hasMore"] as? Bool != true { break }
+        }
+        let quaked = Self.seconds(ContinuousClock.now - started)
+
+        // Peer: the same changes read straight from the database file with Python's sqlite3.
+        let script = """
+            import sqlite3, sys, time, json
+            t = time.monotonic()
+            db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+            rows = db.execute("SELECT c.token, c.quakeId, c.kind, c.fields, q.* FROM historyChanges c LEFT JOIN quakes q ON q.id = c.quakeId ORDER BY c.token, c.quakeId").fetchall()
+            print(json.dumps({"changes": len(rows), "seconds": time.monotonic() - t}))
+            """
+        let peer = try ChildProcessRun.python(script, arguments: [state.appendingPathComponent("quakes.sqlite").path])
+        print("catch-up: FetchHistory of \(received) changes")
+        print(String(format: "  quaked FetchHistory (paged, JSON over the socket): %.2f s, %.0f changes/s", quaked, Double(received) / quaked))
+        print(String(format: "  peer: python sqlite3 reading the same rows from the file: %.2f s, %.0f changes/s", peer.seconds, Double(peer.changes) / peer.seconds))
+        print(String(format: "  ratio (quaked / peer throughput): %.2f", (Double(received) / quaked) / (Double(peer.changes) / peer.seconds)))
+    }
+
+    private func fanOut(socket: String) throws {
+        // Peer: a plain request/reply round trip on the same socket.
+        let rpc = try UnixSocketClient(path: socket)
+        var roundTrips: [Double] = []
+        for _ in 0..<200 {
+            let t = ContinuousClock.now
+            _ = try rpc.call("org.varlink.service.GetInfo")
+            roundTrips.append(Self.seconds(ContinuousClock.now - t) * 1000)
+        }
+        let rtt = Self.percentile(roundTrips, 0.5)
+        print(String(format: "fan-out: commit to receipt (peer: GetInfo round trip p50 %.3f ms)", rtt))
+        print("  subscribers      p50 ms      p99 ms   p50 / round trip")
+        var deleteIndex = 0
+        for count in [1, 100, 1000] {
+            var subscribers: [UnixSocketClient] = []
+            for _ in 0..<count {
+                let client = try UnixSocketClient(path: socket)
+                try client.send(#"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":3600},"more":true}"#)
+                _ = try client.receive()
+                subscribers.append(client)
+            }
+            var latencies: [Double] = []
+            for _ in 0..<rounds {
+                let started = ContinuousClock.now
+                // One committed transaction: delete one quake.
+                _ = try rpc.call("io.quaked.Delete", ["ids": ["bn\(deleteIndex)"]])
+                deleteIndex += 1
+                latencies += try Self.waitForAll(subscribers, since: started)
+            }
+            print(
+                String(
+                    format: "  %11d %11.3f %11.3f %14.1fx", count, Self.percentile(latencies, 0.5),
+                    Self.percentile(latencies, 0.99), Self.percentile(latencies, 0.5) / rtt))
+        }
+    }
+
+    /// Milliseconds from `since` until each subscriber's "changed" reply became readable.
+    static func waitForAll(_ subscribers: [UnixSocketClient], since: ContinuousClock.Instant) throws -> [Double] {
+        var pending = Set(subscribers.indices)
+        var latencies: [Double] = []
+        var fds = subscribers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        while !pending.isEmpty {
+            guard poll(&fds, nfds_t(fds.count), 10_000) > 0 else { throw ValidationError("notifications timed out") }
+            let now = ContinuousClock.now
+            for i in fds.indices where fds[i].revents != 0 && pending.contains(i) {
+                if let message = try subscribers[i].receive(timeout: .seconds(1)), message.contains("\"changed\"") {
+                    latencies.append(seconds(now - since) * 1000)
+                    pending.remove(i)
+                    fds[i].events = 0
+                }
+                fds[i].revents = 0
+            }
+        }
+        return latencies
+    }
+
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+/// Runs a Python snippet that prints {"changes": N, "seconds": S}.
+enum ChildProcessRun {
+    static func python(_ script: String, arguments: [String]) throws -> (changes: Int, seconds: Double) {
+        let run = try MeasuredProcess.run(["python3", "-c", script] + arguments)
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] ?? [:]
+        return (object["changes"] as? Int ?? 0, object["seconds"] as? Double ?? .nan)
+    }
+}
