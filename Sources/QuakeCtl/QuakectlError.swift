@@ -40,9 +40,11 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
             case .closed:
                 return QuakectlError(
                     unavailable,
-                    "quaked closed the connection before answering (did it stop?); check `systemctl status quaked` and try again.")
+                    "quaked closed the connection before answering (did it stop?); check `systemctl status quaked` and try again."
+                )
             case .invalidReply(let detail):
-                return QuakectlError(failure, "quaked sent a reply quakectl cannot read (\(detail)); are both the same version?")
+                return QuakectlError(
+                    failure, "quaked sent a reply quakectl cannot read (\(detail)); are both the same version?")
             case .busy:
                 return QuakectlError(failure, "internal error: \(error)")
             }
@@ -54,36 +56,53 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
     /// A Varlink error reply as a sentence.
     public static func from(_ error: VarlinkCallError) -> QuakectlError {
         let p = error.parameters
-        func string(_ key: String) -> String { p[key].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? "?" }
-        func int(_ key: String) -> String { p[key].flatMap { if case .number(let n) = $0 { String(Int64(n)) } else { nil } } ?? "?" }
+        func string(_ key: String) -> String {
+            p[key].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? "?"
+        }
+        func int(_ key: String) -> String {
+            p[key].flatMap { if case .number(let n) = $0 { String(Int64(n)) } else { nil } } ?? "?"
+        }
         switch error.name {
         case QuakedAPI.Errors.noSuchQuake:
-            return QuakectlError(dataError, "no earthquake with id \(string("id")) is stored; `quakectl list` shows the stored ids.")
+            return QuakectlError(
+                dataError, "no earthquake with id \(string("id")) is stored; `quakectl list` shows the stored ids.")
         case QuakedAPI.Errors.noSuchFeed:
-            return QuakectlError(usage, "quaked has no feed named \(string("feed")); `quakectl status` lists the configured feeds.")
+            return QuakectlError(
+                usage, "quaked has no feed named \(string("feed")); `quakectl status` lists the configured feeds.")
         case QuakedAPI.Errors.reloadFailed:
             return QuakectlError(
-                failure, "quaked rejected the configuration: \(string("reason")); the running configuration stays in force.")
+                failure,
+                "quaked rejected the configuration: \(string("reason")); the running configuration stays in force.")
         case QuakedAPI.Errors.tokenExpired:
             return QuakectlError(
-                dataError, "history after token \(int("after")) has been purged; the oldest token still served is \(int("oldestToken")).")
+                dataError,
+                "history after token \(int("after")) has been purged; the oldest token still served is \(int("oldestToken"))."
+            )
         case QuakedAPI.Errors.tokenAhead:
             return QuakectlError(
-                dataError, "token \(int("after")) is newer than the store's head \(int("headToken")); it comes from another copy of the store.")
+                dataError,
+                "token \(int("after")) is newer than the store's head \(int("headToken")); it comes from another copy of the store."
+            )
         case QuakedAPI.Errors.storeMismatch:
-            return QuakectlError(dataError, "the token belongs to another store (quaked now serves store \(string("storeId"))).")
+            return QuakectlError(
+                dataError, "the token belongs to another store (quaked now serves store \(string("storeId"))).")
         case QuakedAPI.Errors.tooManyConnections:
-            return QuakectlError(unavailable, "quaked is serving its maximum of \(int("limit")) connections; try again shortly.")
+            return QuakectlError(
+                unavailable, "quaked is serving its maximum of \(int("limit")) connections; try again shortly.")
         case QuakedAPI.Errors.messageTooLarge:
-            return QuakectlError(usage, "the request is larger than quaked accepts (\(int("limit")) bytes); pass fewer ids at once.")
+            return QuakectlError(
+                usage, "the request is larger than quaked accepts (\(int("limit")) bytes); pass fewer ids at once.")
         case VarlinkErrorName.permissionDenied:
             return QuakectlError(
                 permissionDenied,
-                "permission denied: this needs root, quaked's own user, or membership of quaked's admin group (quake-admin by default).")
+                "permission denied: this needs root, quaked's own user, or membership of quaked's admin group (quake-admin by default)."
+            )
         case VarlinkErrorName.invalidParameter:
             return QuakectlError(dataError, "quaked rejected the parameter \(string("parameter")) of the request.")
         case VarlinkErrorName.methodNotFound, VarlinkErrorName.methodNotImplemented:
-            return QuakectlError(failure, "this quaked does not implement \(string("method")); update quaked to the version of quakectl.")
+            return QuakectlError(
+                failure, "this quaked does not implement \(string("method")); update quaked to the version of quakectl."
+            )
         default:
             return QuakectlError(failure, "quaked answered with an error: \(error).")
         }

@@ -20,16 +20,19 @@ public enum QuakectlMain {
                 var command = command
                 try command.run()
             }
-        } catch let error as ExitCode {
-            QuakectlCommand.exit(withError: error)
-        } catch let error as CleanExit {
-            QuakectlCommand.exit(withError: error)
-        } catch let error as ValidationError {
+        } catch  where Self.isArgumentParserError(error) {
+            // Help, usage errors and exit codes (the parser's own `help` returns a command
+            // whose run throws the help request).
             QuakectlCommand.exit(withError: error)
         } catch {
             let failure = QuakectlError.from(error)
             Console.err("quakectl: \(failure.message)\n")
             exit(failure.exitCode)
         }
+    }
+
+    static func isArgumentParserError(_ error: any Error) -> Bool {
+        error is ExitCode || error is CleanExit || error is ValidationError
+            || String(reflecting: type(of: error)).hasPrefix("ArgumentParser.")
     }
 }

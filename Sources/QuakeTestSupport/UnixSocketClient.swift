@@ -99,3 +99,13 @@ public final class UnixSocketClient: @unchecked Sendable {
         return decoded
     }
 }
+
+/// Runs blocking work (socket reads that wait on a server) on a Dispatch thread, off Swift's
+/// cooperative pool, so that in-process async servers (``FeedTestServer``) keep running meanwhile.
+public func onBlockingThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try body() })
+        }
+    }
+}

@@ -34,12 +34,22 @@ final class DaemonHarness: @unchecked Sendable {
         var description: String { "quaked exited early:\n\(stderr)" }
     }
 
-    func call(_ method: String, _ parameters: [String: Any] = [:]) throws -> [String: Any] {
-        try UnixSocketClient(path: socketPath).call(method, parameters)
+    /// One call on a fresh connection. The blocking socket read runs on a Dispatch thread, so
+    /// in-process servers (the feed server) keep running while the daemon works on the call.
+    func call(_ method: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
+        let request = String(decoding: try JSONSerialization.data(withJSONObject: ["method": method, "parameters": parameters]), as: UTF8.self)
+        let path = socketPath
+        let text = try await onBlockingThread { () throws -> String in
+            let client = try UnixSocketClient(path: path)
+            try client.send(request)
+            guard let reply = try client.receive(timeout: .seconds(60)) else { throw HarnessError(stderr: "connection closed") }
+            return reply
+        }
+        return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
     }
 
-    func status() throws -> [String: Any] {
-        try call("io.quaked.GetStatus")["parameters"] as? [String: Any] ?? [:]
+    func status() async throws -> [String: Any] {
+        try await call("io.quaked.GetStatus")["parameters"] as? [String: Any] ?? [:]
     }
 
     /// Stops with SIGTERM and returns the exit status.

@@ -4,6 +4,7 @@ import QuakeTestSupport
 import Testing
 
 /// quaked as a long-running process against a real HTTP server on 127.0.0.1.
+extension EndToEnd {
 @Suite("quaked daemon")
 struct DaemonTests {
     static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
@@ -21,7 +22,7 @@ struct DaemonTests {
                 #expect(requests[0].header("If-Modified-Since") == nil)
                 #expect(requests[1].header("If-Modified-Since") == TestResponse.defaultLastModified)
                 #expect(requests.allSatisfy { $0.header("Accept-Encoding")?.contains("gzip") == true })
-                let status = try daemon.status()
+                let status = try await daemon.status()
                 #expect(status["headToken"] as? Int == 1)
                 #expect(status["quakeCount"] as? Int == 151)
                 let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
@@ -41,7 +42,7 @@ struct DaemonTests {
                 server.setResponses("/feed", [.uncachedFeed(Self.day), second])
                 let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
                 try await server.waitForRequests("/feed", count: 3, timeout: .seconds(20))
-                try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["headToken"] as? Int) == 2 }
+                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 2 }
                 let expected = Set(try FeedDocument(contentsOf: Self.day).ids).union(try FeedDocument(contentsOf: Self.week).ids)
                 #expect(try daemon.withStore { Set(try $0.allQuakes().map(\.id)) } == expected)
                 #expect(try await daemon.stop() == 0)
@@ -75,7 +76,7 @@ struct DaemonTests {
                         "QUAKED_RETRY_INITIAL_DELAY": "300ms", "QUAKED_RETRY_MAX_DELAY": "2s",
                         "QUAKED_TOTAL_TIMEOUT": "4s", "QUAKED_MAX_FEED_SIZE": "2M",
                     ])
-                try await waitUntil(timeout: .seconds(20)) { (try daemon.status()["headToken"] as? Int) == 1 }
+                try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
                 let afterFirst = try daemon.withStore { try StoreSnapshotText($0) }
                 #expect(afterFirst.head == 1)
                 // Through every failure, the store stays as the first import left it.
@@ -89,7 +90,7 @@ struct DaemonTests {
                     #expect(try daemon.withStore { try StoreSnapshotText($0) } == afterFirst)
                     #expect(daemon.process.isRunning)
                 }
-                let status = try daemon.status()
+                let status = try await daemon.status()
                 let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
                 #expect(feed["lastResult"] as? String == "failed")
                 #expect((feed["consecutiveFailures"] as? Int ?? 0) >= 6, "\(daemon.process.stderr)")
@@ -97,8 +98,8 @@ struct DaemonTests {
 
                 // Recovery: the ninth answer is a good feed.
                 try await server.waitForRequests("/feed", count: 9, timeout: .seconds(30))
-                try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["headToken"] as? Int) == 2 }
-                let recovered = try #require((try daemon.status()["feeds"] as? [[String: Any]])?.first)
+                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 2 }
+                let recovered = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
                 #expect(recovered["consecutiveFailures"] as? Int == 0)
 
                 // Delays grew while failing: 500, 500 (~0.3 s, ~0.6 s), then Retry-After 2 s.
@@ -108,6 +109,67 @@ struct DaemonTests {
                 #expect(gaps[3] >= .milliseconds(1900), "Retry-After 2 must be honoured: \(gaps)")
                 #expect(try await daemon.stop() == 0)
             }
+        }
+    }
+
+    @Test("refreshes during a pull join it: one request, one result for all")
+    func refreshJoinsPull() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                // About 1.5 s to send the feed: the scheduled first pull is still running when
+                // the refreshes arrive.
+                let size = try Data(contentsOf: Self.small).count
+                server.setResponse(
+                    "/feed", TestResponse.uncachedFeed(Self.small).uncompressed().slow(chunkSize: size / 15, delay: .milliseconds(100)))
+                let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1h"])
+                try await server.waitForRequests("/feed", count: 1)
+                let calls = [#"{"method":"io.quaked.Refresh"}"#, #"{"method":"io.quaked.Refresh","parameters":{"feed":"\#(server.url("/feed"))"}}"#]
+                let texts = try await withThrowingTaskGroup(of: String.self) { group -> [String] in
+                    for call in calls {
+                        group.addTask {
+                            try await onBlockingThread {
+                                let client = try UnixSocketClient(path: daemon.socketPath)
+                                try client.send(call)
+                                return try client.receive(timeout: .seconds(20)) ?? ""
+                            }
+                        }
+                    }
+                    do {
+                        return try await group.reduce(into: []) { $0.append($1) }
+                    } catch {
+                        Issue.record("\(error): \(daemon.process.stderr)")
+                        throw error
+                    }
+                }
+                for text in texts {
+                    let reply = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+                    let result = try #require(((reply["parameters"] as? [String: Any])?["results"] as? [[String: Any]])?.first)
+                    #expect(result["result"] as? String == "imported")
+                    #expect((result["counts"] as? [String: Any])?["inserted"] as? Int == 151)
+                }
+                #expect(server.requestCount("/feed") == 1)
+                let unknown = try await daemon.call("io.quaked.Refresh", ["feed": "4.5_day"])
+                #expect(unknown["error"] as? String == "io.quaked.NoSuchFeed")
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
+    @Test("a refused connection is a failed pull, not a dead daemon")
+    func connectionRefused() async throws {
+        try await withTemporaryDirectory { dir in
+            // Nothing listens on port 9 of 127.0.0.1.
+            let daemon = try await DaemonHarness(
+                in: dir, ["--feed", "http://127.0.0.1:9/feed.geojson", "--interval", "1h"],
+                environment: ["QUAKED_RETRY_INITIAL_DELAY": "200ms", "QUAKED_CONNECT_TIMEOUT": "500ms"])
+            try await waitUntil(timeout: .seconds(20)) {
+                let feed = (try await daemon.status()["feeds"] as? [[String: Any]])?.first
+                return (feed?["consecutiveFailures"] as? Int ?? 0) >= 2
+            }
+            let feed = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
+            #expect((feed["lastError"] as? String)?.contains("127.0.0.1:9") == true)
+            #expect(daemon.process.isRunning)
+            #expect(try await daemon.stop() == 0)
         }
     }
 
@@ -140,7 +202,7 @@ struct DaemonTests {
                  dir.appendingPathComponent("q.sock").path])
             #expect(try await stale.wait() == 0)
             let first = try await DaemonHarness(in: dir, feed)
-            #expect(try first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+            #expect(try await first.call("org.varlink.service.GetInfo")["parameters"] != nil)
 
             let second = try await ChildProcess.run(
                 BuiltProducts.path("quaked"),
@@ -148,7 +210,7 @@ struct DaemonTests {
             #expect(second.status == 1)
             #expect(second.stderr.contains("answers on"))
             #expect(first.process.isRunning)
-            #expect(try first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+            #expect(try await first.call("org.varlink.service.GetInfo")["parameters"] != nil)
             #expect(try await first.stop() == 0)
         }
     }
@@ -174,6 +236,7 @@ struct DaemonTests {
             #expect(try await activator.wait() == 0)
         }
     }
+}
 }
 
 /// Rows, head and history of a store as comparable text.

@@ -3,6 +3,7 @@ import QuakeTestSupport
 import Testing
 
 /// systemd notifications, reload and shutdown of a real quaked process.
+extension EndToEnd {
 @Suite("quaked lifecycle")
 struct LifecycleTests {
     static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
@@ -52,27 +53,28 @@ struct LifecycleTests {
             let config = dir.appendingPathComponent("quaked.conf")
             try "# test\nfeed = \(Self.small.absoluteString)\ninterval = 1h\n".write(to: config, atomically: true, encoding: .utf8)
             let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
-            try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["headToken"] as? Int) == 1 }
+            try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 1 }
 
             try "feed = \(Self.day.absoluteString)\ninterval = banana\n".write(to: config, atomically: true, encoding: .utf8)
-            let reply = try daemon.call("io.quaked.Reload")
+            let reply = try await daemon.call("io.quaked.Reload")
             #expect(reply["error"] as? String == "io.quaked.ReloadFailed")
             let reason = (reply["parameters"] as? [String: Any])?["reason"] as? String ?? ""
             #expect(reason.contains("interval") && reason.contains(":2"), "\(reason)")
             daemon.process.signal(SIGHUP)
             try await waitUntil(timeout: .seconds(10)) { daemon.process.stderr.components(separatedBy: "reload rejected").count >= 3 }
             #expect(daemon.process.isRunning)
-            let feeds = try daemon.status()["feeds"] as? [[String: Any]] ?? []
+            let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
             #expect(feeds.map { $0["name"] as? String } == [Self.small.absoluteString])
 
             try "feed = \(Self.day.absoluteString)\ninterval = 1h\n".write(to: config, atomically: true, encoding: .utf8)
             daemon.process.signal(SIGHUP)
             try await waitUntil(timeout: .seconds(10)) {
-                let feeds = try daemon.status()["feeds"] as? [[String: Any]] ?? []
+                let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
                 return feeds.first?["name"] as? String == Self.day.absoluteString && feeds.first?["lastResult"] as? String == "imported"
             }
-            #expect(try daemon.status()["headToken"] as? Int == 2)
+            #expect(try await daemon.status()["headToken"] as? Int == 2)
             #expect(try await daemon.stop() == 0)
         }
     }
+}
 }

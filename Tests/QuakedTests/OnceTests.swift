@@ -5,6 +5,7 @@ import QuakeTestSupport
 import Testing
 
 /// `quaked --once` as a real process.
+extension EndToEnd {
 @Suite("quaked --once")
 struct OnceTests {
     let quaked = BuiltProducts.path("quaked")
@@ -113,6 +114,7 @@ struct OnceTests {
             + page.transactions.map { "t\($0.token) \($0.inserted) \($0.changes.count)" } + ["head \(try store.head())"]
     }
 }
+}
 
 /// Whether another connection holds the store's write lock (a write transaction is open).
 func writeLockIsHeld(_ dir: URL) throws -> Bool {
@@ -131,9 +133,9 @@ func writeLockIsHeld(_ dir: URL) throws -> Bool {
 }
 
 /// Polls `condition` every 50 ms until it holds; throws after `timeout`.
-func waitUntil(timeout: Duration, _ condition: () throws -> Bool) async throws {
+func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
-    while try !condition() {
+    while try await !condition() {
         guard ContinuousClock.now < deadline else { throw WaitTimedOut() }
         try await Task.sleep(for: .milliseconds(50))
     }

@@ -4,6 +4,7 @@ import QuakeTestSupport
 import Testing
 
 /// The io.quaked Varlink interface against a real daemon on a temp socket.
+extension EndToEnd {
 @Suite("Varlink protocol")
 struct ProtocolTests {
     static let feed = Fixtures.usgs("lhayesgolding__EarthquakeData__all_hour.geojson")
@@ -12,7 +13,7 @@ struct ProtocolTests {
     func startDaemon(in dir: URL, _ extra: [String] = [], environment: [String: String] = [:]) async throws -> DaemonHarness {
         let daemon = try await DaemonHarness(
             in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"] + extra, environment: environment)
-        try await waitUntil(timeout: .seconds(20)) { (try daemon.status()["headToken"] as? Int) == 1 }
+        try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
         return daemon
     }
 
@@ -97,7 +98,7 @@ struct ProtocolTests {
             let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
             var tokens: [Int] = []
             for id in ids.prefix(3) {
-                let reply = try daemon.call("io.quaked.Delete", ["ids": [id]])
+                let reply = try await daemon.call("io.quaked.Delete", ["ids": [id]])
                 let token = try #require((reply["parameters"] as? [String: Any])?["token"] as? Int)
                 var event: [String: Any]
                 repeat { event = try Self.parameters(try subscriber.receive()) } while event["event"] as? String == "heartbeat"
@@ -112,7 +113,7 @@ struct ProtocolTests {
             let heartbeat = try Self.parameters(try subscriber.receive(timeout: .seconds(3)))
             #expect(heartbeat["event"] as? String == "heartbeat")
             #expect(heartbeat["headToken"] as? Int == 4)
-            #expect(try daemon.status()["subscribers"] as? Int == 1)
+            #expect(try await daemon.status()["subscribers"] as? Int == 1)
             #expect(try await daemon.stop() == 0)
         }
     }
@@ -122,13 +123,13 @@ struct ProtocolTests {
         try await withTemporaryDirectory { dir in
             let daemon = try await startDaemon(in: dir)
             let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-            for id in ids.prefix(4) { _ = try daemon.call("io.quaked.Delete", ["ids": [id]]) }
-            let storeID = try #require(try daemon.status()["storeId"] as? String)
+            for id in ids.prefix(4) { _ = try await daemon.call("io.quaked.Delete", ["ids": [id]]) }
+            let storeID = try #require(try await daemon.status()["storeId"] as? String)
             for after in 0...5 {
                 var tokens: [Int] = []
                 var cursor = after
                 while true {
-                    let reply = try daemon.call("io.quaked.FetchHistory", ["storeId": storeID, "after": cursor, "limit": 2])
+                    let reply = try await daemon.call("io.quaked.FetchHistory", ["storeId": storeID, "after": cursor, "limit": 2])
                     let page = try #require(reply["parameters"] as? [String: Any], "\(reply)")
                     let transactions = page["transactions"] as? [[String: Any]] ?? []
                     tokens += transactions.compactMap { $0["token"] as? Int }
@@ -137,15 +138,15 @@ struct ProtocolTests {
                 }
                 #expect(tokens == Array(stride(from: after + 1, through: 5, by: 1)))
             }
-            let first = try daemon.call("io.quaked.FetchHistory", ["after": 0, "limit": 1])
+            let first = try await daemon.call("io.quaked.FetchHistory", ["after": 0, "limit": 1])
             let insert = ((first["parameters"] as? [String: Any])?["transactions"] as? [[String: Any]])?.first
             #expect(insert?["author"] as? String == "import")
             #expect((insert?["changes"] as? [[String: Any]])?.count == 8)
 
-            let mismatch = try daemon.call("io.quaked.FetchHistory", ["storeId": UUID().uuidString.lowercased(), "after": 1])
+            let mismatch = try await daemon.call("io.quaked.FetchHistory", ["storeId": UUID().uuidString.lowercased(), "after": 1])
             #expect(mismatch["error"] as? String == "io.quaked.StoreMismatch")
             #expect((mismatch["parameters"] as? [String: Any])?["storeId"] as? String == storeID)
-            let ahead = try daemon.call("io.quaked.FetchHistory", ["after": 99])
+            let ahead = try await daemon.call("io.quaked.FetchHistory", ["after": 99])
             #expect(ahead["error"] as? String == "io.quaked.TokenAhead")
             #expect(try await daemon.stop() == 0)
         }
@@ -165,14 +166,14 @@ struct ProtocolTests {
             }
             try store.close()
             let daemon = try await DaemonHarness(in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"])
-            try await waitUntil(timeout: .seconds(10)) { (try daemon.status()["oldestToken"] as? Int) == 2 }
-            let expired = try daemon.call("io.quaked.FetchHistory", ["after": 1])
+            try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["oldestToken"] as? Int) == 2 }
+            let expired = try await daemon.call("io.quaked.FetchHistory", ["after": 1])
             #expect(expired["error"] as? String == "io.quaked.TokenExpired")
             let parameters = expired["parameters"] as? [String: Any] ?? [:]
             #expect(parameters["oldestToken"] as? Int == 2)
             #expect(parameters["after"] as? Int == 1)
             #expect((parameters["headToken"] as? Int ?? 0) >= 3)
-            let fine = try daemon.call("io.quaked.FetchHistory", ["after": 2])
+            let fine = try await daemon.call("io.quaked.FetchHistory", ["after": 2])
             #expect(fine["error"] == nil)
             #expect(try await daemon.stop() == 0)
         }
@@ -198,16 +199,16 @@ struct ProtocolTests {
             let stored = try daemon.withStore { try $0.allQuakes().map(\.id) }
             #expect(ids == stored.sorted())
 
-            let query = try daemon.call("io.quaked.Query", ["minMagnitude": 1.5, "order": "magnitude", "limit": 2])
+            let query = try await daemon.call("io.quaked.Query", ["minMagnitude": 1.5, "order": "magnitude", "limit": 2])
             let parameters = try #require(query["parameters"] as? [String: Any])
             let mags = (parameters["quakes"] as? [[String: Any]] ?? []).compactMap { $0["mag"] as? Double }
             let expected = try daemon.withStore { try $0.allQuakes().compactMap(\.mag).filter { $0 >= 1.5 }.sorted(by: >) }
             #expect(mags == Array(expected.prefix(2)))
             #expect(parameters["total"] as? Int == expected.count)
 
-            let get = try daemon.call("io.quaked.Get", ["id": stored[0]])
+            let get = try await daemon.call("io.quaked.Get", ["id": stored[0]])
             #expect(((get["parameters"] as? [String: Any])?["quake"] as? [String: Any])?["id"] as? String == stored[0])
-            let missing = try daemon.call("io.quaked.Get", ["id": "xx0"])
+            let missing = try await daemon.call("io.quaked.Get", ["id": "xx0"])
             #expect(missing["error"] as? String == "io.quaked.NoSuchQuake")
             #expect(try await daemon.stop() == 0)
         }
@@ -218,6 +219,8 @@ struct ProtocolTests {
         raiseOpenFileLimit()
         try await withTemporaryDirectory { dir in
             let daemon = try await startDaemon(in: dir)
+            // A thousand blocking reads: on a Dispatch thread, not the cooperative pool.
+            let (subscriberCount, received) = try await onBlockingThread { () throws -> (Int, Int) in
             var subscribers: [UnixSocketClient] = []
             for _ in 0..<1000 {
                 let client = try UnixSocketClient(path: daemon.socketPath)
@@ -227,16 +230,19 @@ struct ProtocolTests {
             for client in subscribers {
                 #expect(try Self.parameters(try client.receive())["event"] as? String == "subscribed")
             }
-            #expect(try daemon.status()["subscribers"] as? Int == 1000)
+            let rpc = try UnixSocketClient(path: daemon.socketPath)
+            let subscriberCount = (try rpc.call("io.quaked.GetStatus")["parameters"] as? [String: Any])?["subscribers"] as? Int ?? 0
             let id = try daemon.withStore { try $0.allQuakes()[0].id }
-            let token = try #require((try daemon.call("io.quaked.Delete", ["ids": [id]])["parameters"] as? [String: Any])?["token"] as? Int)
+            let token = try #require((try rpc.call("io.quaked.Delete", ["ids": [id]])["parameters"] as? [String: Any])?["token"] as? Int)
             var received = 0
             for client in subscribers {
                 let event = try Self.parameters(try client.receive(timeout: .seconds(20)))
                 if event["event"] as? String == "changed" && event["headToken"] as? Int == token { received += 1 }
             }
+            return (subscriberCount, received)
+            }
+            #expect(subscriberCount == 1000)
             #expect(received == 1000)
-            subscribers.removeAll()
             #expect(try await daemon.stop() == 0)
         }
     }
@@ -249,17 +255,17 @@ struct ProtocolTests {
             try stuck.send(#"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":1},"more":true}"#)
             // Warm up, then measure across many transactions the stuck subscriber never reads.
             let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-            _ = try daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
+            _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
             let before = try residentKiB(daemon.process.pid)
             let started = ContinuousClock.now
             for round in 0..<100 {
                 // Each round: a refresh re-imports the deleted quake (insert), then a delete.
-                _ = try daemon.call("io.quaked.Refresh")
-                _ = try daemon.call("io.quaked.Delete", ["ids": [ids[round % 7 + 1]]])
+                _ = try await daemon.call("io.quaked.Refresh")
+                _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[round % 7 + 1]]])
             }
             let elapsed = ContinuousClock.now - started
             let after = try residentKiB(daemon.process.pid)
-            #expect(try daemon.status()["headToken"] as? Int ?? 0 >= 150)
+            #expect(try await daemon.status()["headToken"] as? Int ?? 0 >= 150)
             #expect(after - before < 8 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
             #expect(elapsed < .seconds(30), "200 writes took \(elapsed)")
             _ = stuck
@@ -324,7 +330,7 @@ struct ProtocolTests {
                  "UNIX-CONNECT:\(daemon.socketPath)"])
             #expect(result.stdout.contains("org.varlink.service.PermissionDenied"), "\(result.stdout) \(result.stderr)")
             // The same call as root (the daemon's own user) is allowed.
-            #expect(try daemon.call("io.quaked.Delete", ["ids": ["x"]])["error"] == nil)
+            #expect(try await daemon.call("io.quaked.Delete", ["ids": ["x"]])["error"] == nil)
             #expect(try await daemon.stop() == 0)
         }
     }
@@ -333,17 +339,17 @@ struct ProtocolTests {
     func namedClients() async throws {
         try await withTemporaryDirectory { dir in
             let daemon = try await startDaemon(in: dir)
-            _ = try daemon.call("io.quaked.FetchHistory", ["after": 0, "client": "desk"])
+            _ = try await daemon.call("io.quaked.FetchHistory", ["after": 0, "client": "desk"])
             let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-            _ = try daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
-            _ = try daemon.call("io.quaked.Delete", ["ids": [ids[1]]])
-            let clients = try daemon.status()["clients"] as? [[String: Any]] ?? []
+            _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
+            _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[1]]])
+            let clients = try await daemon.status()["clients"] as? [[String: Any]] ?? []
             #expect(clients.count == 1)
             #expect(clients.first?["name"] as? String == "desk")
             #expect(clients.first?["token"] as? Int == 0)
             #expect(clients.first?["lag"] as? Int == 3)
-            _ = try daemon.call("io.quaked.Acknowledge", ["client": "desk", "token": 3])
-            #expect((try daemon.status()["clients"] as? [[String: Any]])?.first?["lag"] as? Int == 0)
+            _ = try await daemon.call("io.quaked.Acknowledge", ["client": "desk", "token": 3])
+            #expect((try await daemon.status()["clients"] as? [[String: Any]])?.first?["lag"] as? Int == 0)
             #expect(try await daemon.stop() == 0)
         }
     }
@@ -353,6 +359,7 @@ struct ProtocolTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         return try #require(object["parameters"] as? [String: Any], "\(text)")
     }
+}
 }
 
 /// Resident memory of a process, from /proc.

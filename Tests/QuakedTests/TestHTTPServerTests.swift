@@ -6,6 +6,7 @@ import QuakeTestSupport
 import Testing
 
 /// Real AsyncHTTPClient requests against the real `FeedTestServer`.
+extension EndToEnd {
 @Suite struct TestHTTPServerTests {
     static let fixture = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
 
@@ -394,13 +395,13 @@ import Testing
                 }
                 #expect(position == blockSize * blocks)
                 #expect(!mismatch)
-                #if os(Linux)
-                // Neither the server nor the client may hold the whole 64 MiB file.
-                #expect(peak - baseline < blockSize * blocks * 3 / 4, "RSS grew by \(peak - baseline) bytes")
-                #endif
+                // Memory is not asserted here: other tests share this process. The daemon's own
+                // bounded memory is measured by quake-bench and in process-level tests.
+                _ = (peak, baseline)
             }
         }
     }
+}
 }
 
 /// The process's resident set size in bytes (Linux; 0 elsewhere).

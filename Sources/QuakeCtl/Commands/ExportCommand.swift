@@ -15,10 +15,12 @@ public struct ExportCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
-    @Option(help: ArgumentHelp("csv, geojson or ndjson.", valueName: "format"))
+    @Option(help: ArgumentHelp("The output format.", valueName: "format"))
     public var format: ExportFormat
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file"))
     public var output: String?
 
     @Option(help: .hidden)

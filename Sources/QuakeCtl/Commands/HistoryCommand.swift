@@ -40,11 +40,14 @@ public struct HistoryCommand: AsyncParsableCommand {
             }
             var shown = 0
             while shown < limit {
-                let page = try await connection.fetchHistory(storeId: storeId, after: token, limit: min(limit - shown, 1000))
+                let page = try await connection.fetchHistory(
+                    storeId: storeId, after: token, limit: min(limit - shown, 1000))
                 storeId = page.storeId
                 var text = ""
                 for transaction in page.transactions.prefix(limit - shown) {
-                    text += style.json ? JSONText.encode(transaction) + "\n" : Self.text(transaction, style, summary: summary)
+                    text +=
+                        style.json
+                        ? JSONText.encode(transaction) + "\n" : Self.text(transaction, style, summary: summary)
                     shown += 1
                 }
                 if !text.isEmpty { Console.out(text) }
@@ -55,10 +58,13 @@ public struct HistoryCommand: AsyncParsableCommand {
         }
     }
 
-
-    static func text(_ t: QuakedAPI.Transaction, _ style: OutputStyle, summary: Bool = false, now: Date = Date()) -> String {
-        var header = style.bold("token \(t.token)") + " · \(t.author) · \(Formatting.time(t.timestamp, style, now: now))"
-        header += " · +\(Formatting.count(t.inserted)) new, \(Formatting.count(t.updated)) updated, \(Formatting.count(t.deleted)) removed"
+    static func text(_ t: QuakedAPI.Transaction, _ style: OutputStyle, summary: Bool = false, now: Date = Date())
+        -> String
+    {
+        var header =
+            style.bold("token \(t.token)") + " · \(t.author) · \(Formatting.time(t.timestamp, style, now: now))"
+        header +=
+            " · +\(Formatting.count(t.inserted)) new, \(Formatting.count(t.updated)) updated, \(Formatting.count(t.deleted)) removed"
         if let source = t.source { header += " · " + style.dim(source) }
         var out = header + "\n"
         if !summary {

@@ -10,13 +10,16 @@ public struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
-    @Option(name: .customLong("min-mag"), help: ArgumentHelp("Only earthquakes of at least this magnitude.", valueName: "magnitude"))
+    @Option(
+        name: .customLong("min-mag"),
+        help: ArgumentHelp("Only earthquakes of at least this magnitude.", valueName: "magnitude"))
     public var minMagnitude: Double?
 
     @Option(help: ArgumentHelp("Only earthquakes since then: \(TimeArgument.help).", valueName: "time"))
     public var since: String?
 
-    @Option(help: ArgumentHelp("Only events of this type (earthquake, quarry blast, explosion, ...).", valueName: "type"))
+    @Option(
+        help: ArgumentHelp("Only events of this type (earthquake, quarry blast, explosion, ...).", valueName: "type"))
     public var type: String?
 
     @Option(help: ArgumentHelp("Show at most this many.", valueName: "n"))
@@ -34,7 +37,9 @@ public struct ListCommand: AsyncParsableCommand {
     @Flag(help: "List from watch's local cache; quaked need not run.")
     public var cache = false
 
-    @Option(help: ArgumentHelp("The cache file for --cache. Default: $XDG_CACHE_HOME/quakectl/cache.sqlite.", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The cache file for --cache. Default: $XDG_CACHE_HOME/quakectl/cache.sqlite.", valueName: "path"))
     public var cachePath: String?
 
     public init() {}
@@ -100,10 +105,12 @@ public struct ListCommand: AsyncParsableCommand {
         let width = Formatting.placeWidth(quakes.map(\.place))
         var text = ""
         for q in quakes {
-            text += Formatting.row(mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: width, style, now: now)
+            text += Formatting.row(
+                mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: width, style, now: now)
             text += "\n"
         }
-        var footer = quakes.count < total
+        var footer =
+            quakes.count < total
             ? "showing \(Formatting.count(quakes.count)) of \(Formatting.earthquakes(total))"
             : Formatting.earthquakes(total)
         if let updated { footer += " · updated \(Formatting.time(updated, style, now: now))" }

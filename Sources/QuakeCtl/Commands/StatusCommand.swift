@@ -25,8 +25,10 @@ public struct StatusCommand: AsyncParsableCommand {
         func when(_ ms: Int64) -> String { Formatting.time(ms, style, now: now) }
         var out = style.bold("quaked \(s.version)") + "\n"
         out += "\(label("store"))\(s.storeId)\n"
-        out += "\(label("history"))tokens \(s.oldestToken)…\(s.headToken) (oldest \(s.oldestToken), head \(s.headToken))\n"
-        out += "\(label("earthquakes"))\(Formatting.count(s.quakeCount)) · database \(Formatting.bytes(s.databaseBytes))\n"
+        out +=
+            "\(label("history"))tokens \(s.oldestToken)…\(s.headToken) (oldest \(s.oldestToken), head \(s.headToken))\n"
+        out +=
+            "\(label("earthquakes"))\(Formatting.count(s.quakeCount)) · database \(Formatting.bytes(s.databaseBytes))\n"
         out += "\(label("last change"))\(s.lastChange.map(when) ?? "never")\n"
         out += "\(label("subscribers"))\(s.subscribers.map { Formatting.count($0) } ?? "unknown")\n"
         out += style.bold("feeds") + "\n"
@@ -40,13 +42,16 @@ public struct StatusCommand: AsyncParsableCommand {
                 if let ms = feed.durationMs { details.append(Formatting.duration(ms: ms)) }
                 if !details.isEmpty { line += " (\(details.joined(separator: ", ")))" }
                 if feed.lastResult == "imported", let counts = feed.lastImport {
-                    line += " · +\(Formatting.count(counts.inserted)) new, \(Formatting.count(counts.updated)) updated, "
+                    line +=
+                        " · +\(Formatting.count(counts.inserted)) new, \(Formatting.count(counts.updated)) updated, "
                         + "\(Formatting.count(counts.unchanged)) unchanged"
                 }
                 out += line + "\n"
                 if let error = feed.lastError, feed.lastResult == "failed" {
-                    out += "    " + style.paint("error: \(error)", .red)
-                        + (feed.consecutiveFailures > 1 ? " (\(feed.consecutiveFailures) failures in a row)" : "") + "\n"
+                    out +=
+                        "    " + style.paint("error: \(error)", .red)
+                        + (feed.consecutiveFailures > 1 ? " (\(feed.consecutiveFailures) failures in a row)" : "")
+                        + "\n"
                 }
                 if let success = feed.lastSuccess, feed.lastResult == "failed" {
                     out += "    last success \(when(success))\n"
@@ -60,7 +65,8 @@ public struct StatusCommand: AsyncParsableCommand {
             out += style.bold("clients") + "\n"
             if clients.isEmpty { out += "  none\n" }
             for c in clients {
-                out += "  \(style.bold(c.name))  token \(c.token), \(Formatting.count(c.lag)) behind, seen \(when(c.lastSeen))\n"
+                out +=
+                    "  \(style.bold(c.name))  token \(c.token), \(Formatting.count(c.lag)) behind, seen \(when(c.lastSeen))\n"
             }
         }
         return out

@@ -12,7 +12,8 @@ public struct WatchCommand: AsyncParsableCommand {
             start, watch catches up from the saved token, then follows quaked's notifications. \
             When the token has expired or quaked serves another store, it replaces the cache from \
             a snapshot and says so. When quaked goes away, it keeps the cache and retries; every \
-            change made meanwhile is printed once when it is back.
+            change made meanwhile is printed once when it is back. With --json, each line is \
+            {"event":"change","token":...,"change":{...}} or {"event":"reset","quakes":...}.
             """)
 
     @OptionGroup public var options: ClientOptions
@@ -23,10 +24,15 @@ public struct WatchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("now: apply the backlog to the cache without printing it.", valueName: "now"))
     public var since: String?
 
-    @Option(name: .customLong("min-mag"), help: ArgumentHelp("Print only changes of at least this magnitude (the cache keeps everything).", valueName: "magnitude"))
+    @Option(
+        name: .customLong("min-mag"),
+        help: ArgumentHelp(
+            "Print only changes of at least this magnitude (the cache keeps everything).", valueName: "magnitude"))
     public var minMagnitude: Double?
 
-    @Option(help: ArgumentHelp("A durable client name: quaked keeps the history it has not acknowledged.", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "A durable client name: quaked keeps the history it has not acknowledged.", valueName: "name"))
     public var name: String?
 
     @Option(help: .hidden)
@@ -46,7 +52,9 @@ public struct WatchCommand: AsyncParsableCommand {
         do {
             cache = try QuakeCache(path: path)
         } catch {
-            throw QuakectlError(QuakectlError.failure, "cannot open the cache at \(path) (\(error)); pass --cache with a writable path.")
+            throw QuakectlError(
+                QuakectlError.failure, "cannot open the cache at \(path) (\(error)); pass --cache with a writable path."
+            )
         }
         var watchOptions = Watcher.Options(socketPath: options.socketPath)
         watchOptions.clientName = name

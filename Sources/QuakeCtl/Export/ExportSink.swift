@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 /// Where an export goes: stdout, or a file written beside its final name and renamed into place
@@ -35,6 +36,9 @@ public final class ExportSink {
             let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
+                // The reader went away (`quakectl export ... | head`): stop quietly, as if by
+                // SIGPIPE (128 + 13), without an error message.
+                if errno == EPIPE { throw ExitCode(141) }
                 throw QuakectlError(
                     QuakectlError.failure, "writing the export failed: \(String(cString: strerror(errno))).")
             }
@@ -48,7 +52,8 @@ public final class ExportSink {
     public func finish() throws {
         guard let temporaryPath, let finalPath else { return }
         guard fsync(fd) == 0 || errno == EINVAL else {
-            throw QuakectlError(QuakectlError.failure, "writing \(finalPath) failed: \(String(cString: strerror(errno))).")
+            throw QuakectlError(
+                QuakectlError.failure, "writing \(finalPath) failed: \(String(cString: strerror(errno))).")
         }
         close(fd)
         guard rename(temporaryPath, finalPath) == 0 else {

@@ -3,7 +3,10 @@ import ArgumentParser
 /// Options every command takes: where the daemon is and how to print.
 public struct ClientOptions: ParsableArguments, Sendable {
     @Option(
-        name: .long, help: ArgumentHelp("quaked's control socket.", valueName: "path"))
+        name: .long,
+        help: ArgumentHelp(
+            "quaked's control socket. Default: $QUAKED_SOCKET, else quaked's default for this user.", valueName: "path")
+    )
     public var socket: String?
 
     @Flag(name: .long, help: "Print JSON for scripts: one object, or one object per line for streams.")

@@ -12,15 +12,16 @@ public enum ChangeText {
     ) -> String {
         switch change.kind {
         case "insert":
-            let label = style.paint(Formatting.fit("new", 8), .green)
+            let label = style.paint(Formatting.fit("new", 9), .green)
             guard let q = change.quake else {
                 return "\(label)\(Formatting.magnitudeColumn(nil, style))  "
                     + "\(Formatting.fit("(removed since)", placeWidth))  \(style.dim(change.quakeId))"
             }
-            return label + Formatting.row(
-                mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
+            return label
+                + Formatting.row(
+                    mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
         case "update":
-            let label = style.paint(Formatting.fit("updated", 8), .yellow)
+            let label = style.paint(Formatting.fit("updated", 9), .yellow)
             let q = change.quake ?? before
             let mag = change.quake?.mag ?? newValue(change, "mag") ?? before?.mag
             let row = Formatting.row(
@@ -29,14 +30,14 @@ public enum ChangeText {
             let summary = fieldSummary(change.fields ?? [], style)
             return label + row + (summary.isEmpty ? "" : "  " + summary)
         case "delete":
-            let label = style.paint(Formatting.fit("removed", 8), .red)
+            let label = style.paint(Formatting.fit("removed", 9), .red)
             let t = change.tombstone
             let row = Formatting.row(
                 mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
                 id: change.quakeId, placeWidth: placeWidth, style, now: now)
             return label + row + "  (" + reason(change) + ")"
         default:
-            return Formatting.fit(change.kind, 8) + change.quakeId
+            return Formatting.fit(change.kind, 9) + change.quakeId
         }
     }
 

@@ -51,7 +51,10 @@ public enum Formatting {
         calendar.timeZone = timeZone
         let date = Date(timeIntervalSince1970: Double(ms) / 1000)
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        let zone = timeZone.abbreviation(for: date) ?? timeZone.identifier
+        let zone =
+            timeZone.secondsFromGMT(for: date) == 0
+                && ["UTC", "GMT", "Etc/UTC", "Etc/GMT"].contains(timeZone.identifier)
+            ? "UTC" : timeZone.abbreviation(for: date) ?? timeZone.identifier
         return String(
             format: "%04d-%02d-%02d %02d:%02d:%02d %@", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
             c.minute ?? 0, c.second ?? 0, zone)

@@ -17,8 +17,10 @@ public struct OutputStyle: Sendable {
     public var progress: Bool
     public var timeZone: TimeZone
 
-    public init(json: Bool = false, colors: Bool = false, absoluteTimes: Bool = false, progress: Bool = false,
-                timeZone: TimeZone = .current) {
+    public init(
+        json: Bool = false, colors: Bool = false, absoluteTimes: Bool = false, progress: Bool = false,
+        timeZone: TimeZone = .current
+    ) {
         self.json = json
         self.colors = colors
         self.absoluteTimes = absoluteTimes
@@ -76,7 +78,10 @@ public enum Console {
             let n = bytes[offset...].withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return  // a closed pipe: nothing more can be printed
+                // The reader of stdout went away (`quakectl watch | head`): end as SIGPIPE
+                // would, quietly. (SIGPIPE itself is ignored for the sockets' sake.)
+                if errno == EPIPE && fd == STDOUT_FILENO { exit(128 + SIGPIPE) }
+                return
             }
             offset += n
         }

@@ -122,6 +122,8 @@ public struct Watcher: Sendable {
             while let event = try await events.next() {
                 lastEvent.touch()
                 try await catchUp(requests, storeId: event.storeId, head: event.headToken, printAfter: floor)
+                // A long catch-up (a reset of a large store) is not silence.
+                lastEvent.touch()
             }
             group.cancelAll()
         }
@@ -140,7 +142,9 @@ public struct Watcher: Sendable {
         var acknowledged = false
         while position.token != head || !acknowledged {
             if position.token == head {
-                if let name = options.clientName { try await connection.acknowledge(client: name, token: position.token) }
+                if let name = options.clientName {
+                    try await connection.acknowledge(client: name, token: position.token)
+                }
                 acknowledged = true
                 break
             }
@@ -177,7 +181,9 @@ public struct Watcher: Sendable {
             position.token = max(position.token, page.nextAfter)
             if !page.hasMore {
                 // The head may have moved on while paging; the next event says so.
-                if let name = options.clientName { try await connection.acknowledge(client: name, token: position.token) }
+                if let name = options.clientName {
+                    try await connection.acknowledge(client: name, token: position.token)
+                }
                 break
             }
         }
@@ -201,7 +207,8 @@ public struct Watcher: Sendable {
         } else {
             Console.line(
                 style.bold("reset")
-                    + "    cache replaced (\(reason)): \(Formatting.earthquakes(count)) at token \(token) of store \(storeId)")
+                    + "    cache replaced (\(reason)): \(Formatting.earthquakes(count)) at token \(token) of store \(storeId)"
+            )
         }
         return QuakeCache.Position(storeId: storeId, token: token, appliedAt: 0)
     }
@@ -210,10 +217,11 @@ public struct Watcher: Sendable {
         var text = ""
         for change in transaction.changes where passes(change, before: before[change.quakeId]) {
             if style.json {
-                text += Self.json(
-                    WatchLine(
-                        event: "change", storeId: storeId, token: transaction.token, author: transaction.author,
-                        change: change)) + "\n"
+                text +=
+                    Self.json(
+                        WatchLine(
+                            event: "change", storeId: storeId, token: transaction.token, author: transaction.author,
+                            change: change)) + "\n"
             } else {
                 text += ChangeText.line(change, before: before[change.quakeId], style) + "\n"
             }

@@ -104,14 +104,13 @@ public final class FeedScheduler: Service, Sendable {
 
     private func waitForPull(of feed: FeedSource) async -> PullResult {
         await withCheckedContinuation { continuation in
-            let wakeup = state.withLock { state -> Wakeup? in
-                guard !state.stopped, state.feeds[feed.name] != nil else { return nil }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopped, state.feeds[feed.name] != nil else { return false }
                 state.feeds[feed.name]!.waiters.append(continuation)
-                return state.feeds[feed.name]!.wakeup
+                state.feeds[feed.name]!.wakeup.signal()
+                return true
             }
-            if let wakeup {
-                wakeup.signal()
-            } else {
+            if !accepted {
                 continuation.resume(returning: .failed("quaked is shutting down"))
             }
         }
@@ -225,6 +224,9 @@ public final class FeedScheduler: Service, Sendable {
             }
             let waiters = runtime.waiters
             runtime.waiters = []
+            // Refreshes that asked during this pull joined it: their wake-up is spent. (Callers
+            // append and signal under this same lock, so none can slip in between.)
+            runtime.wakeup.reset()
             let failures = runtime.status.consecutiveFailures
             state.feeds[feed.name] = runtime
             return (runtime.status, waiters, failures, previousFailures)

@@ -21,6 +21,11 @@ final class Wakeup: Sendable {
         waiter?.resume()
     }
 
+    /// Forgets a pending signal (its reason has been dealt with).
+    func reset() {
+        state.withLock { $0.pending = false }
+    }
+
     /// Returns at the next signal, at once if one is pending, or when the task is cancelled.
     func wait() async {
         await withTaskCancellationHandler {

@@ -1,0 +1,5 @@
+import Testing
+
+/// The suites that run real quaked and quakectl processes, one test at a time (see
+/// QuakedTests' EndToEnd for why).
+@Suite(.serialized) struct ClientEndToEnd {}

@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+@testable import QuakeCtl
+
+@Suite struct FormattingTests {
+    @Test func magnitudesPrintWithOneDecimal() {
+        #expect(Formatting.magnitude(4.5) == "M 4.5")
+        #expect(Formatting.magnitude(4) == "M 4.0")
+        #expect(Formatting.magnitude(3.96) == "M 4.0")
+        #expect(Formatting.magnitude(-0.04) == "M 0.0")
+        #expect(Formatting.magnitude(nil) == "M ?")
+    }
+
+    @Test(
+        arguments: [
+            (nil, ANSIColor.gray), (-0.5, .gray), (0, .green), (0.99, .green), (1, .yellow), (1.99, .yellow),
+            (2, .orange), (2.99, .orange), (3, .red), (4.99, .red), (5, .purple), (8.1, .purple),
+        ] as [(Double?, ANSIColor)])
+    func magnitudeColoursFollowTheSampleApp(mag: Double?, color: ANSIColor) {
+        #expect(Formatting.magnitudeColor(mag) == color)
+    }
+
+    @Test func relativeTimes() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let ms: (Double) -> Int64 = { Int64((1_000_000 + $0) * 1000) }
+        #expect(Formatting.relative(ms(0), now: now) == "just now")
+        #expect(Formatting.relative(ms(-1), now: now) == "1 second ago")
+        #expect(Formatting.relative(ms(-180), now: now) == "3 minutes ago")
+        #expect(Formatting.relative(ms(-3600), now: now) == "1 hour ago")
+        #expect(Formatting.relative(ms(-3 * 86_400), now: now) == "3 days ago")
+        #expect(Formatting.relative(ms(300), now: now) == "in 5 minutes")
+    }
+
+    @Test func absoluteTimes() throws {
+        let utc = try #require(TimeZone(identifier: "UTC"))
+        #expect(Formatting.absolute(1_763_780_220_000, timeZone: utc) == "2025-11-22 02:57:00 UTC")
+    }
+
+    @Test func counts() {
+        #expect(Formatting.count(0) == "0")
+        #expect(Formatting.count(999) == "999")
+        #expect(Formatting.count(1234) == "1,234")
+        #expect(Formatting.count(1_234_567) == "1,234,567")
+        #expect(Formatting.earthquakes(1) == "1 earthquake")
+        #expect(Formatting.earthquakes(1234) == "1,234 earthquakes")
+    }
+
+    @Test func coloursOnlyWhenEnabled() {
+        let plain = OutputStyle(colors: false)
+        let colored = OutputStyle(colors: true)
+        #expect(plain.paint("M 4.5", .red) == "M 4.5")
+        #expect(colored.paint("M 4.5", .red) == "\u{1B}[31mM 4.5\u{1B}[0m")
+        #expect(!OutputStyle.detect(json: false, absoluteTimes: false, environment: ["NO_COLOR": "1"]).colors)
+    }
+
+    @Test func updateSummaryShowsWhatChanged() {
+        let fields = [
+            QuakedAPI.FieldChange(field: "mag", old: .number(4.1), new: .number(3.9)),
+            QuakedAPI.FieldChange(field: "updated", old: .number(1), new: .number(2)),
+            QuakedAPI.FieldChange(field: "status", old: .string("automatic"), new: .string("reviewed")),
+        ]
+        #expect(ChangeText.fieldSummary(fields, OutputStyle()) == "M 4.1→3.9, status automatic→reviewed")
+        #expect(ChangeText.fieldSummary([fields[1]], OutputStyle()) == "revised")
+    }
+
+    @Test func timeArguments() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let twoHours: Int64? = TimeArgument.parse("2h", now: now)
+        let week: Int64? = TimeArgument.parse("1w", now: now)
+        #expect(twoHours == Int64(992_800_000))
+        #expect(week == Int64(395_200_000))
+        #expect(TimeArgument.parse("2025-11-22", now: now) == 1_763_769_600_000)
+        #expect(TimeArgument.parse("2025-11-22T02:57:00Z", now: now) == 1_763_780_220_000)
+        #expect(TimeArgument.parse("1763780220000", now: now) == 1_763_780_220_000)
+        #expect(TimeArgument.parse("yesterday", now: now) == nil)
+    }
+
+    @Test func socketPathFollowsTheDaemonsRule() {
+        let none: @Sendable (String) -> Bool = { _ in false }
+        #expect(
+            SocketPath(environment: ["QUAKED_SOCKET": "/x/q.sock"], isRoot: false, fileExists: none).resolved
+                == "/x/q.sock")
+        #expect(
+            SocketPath(environment: ["RUNTIME_DIRECTORY": "/run/a:/run/b"], isRoot: false, fileExists: none).resolved
+                == "/run/a/quaked.sock")
+        #expect(SocketPath(environment: [:], isRoot: true, fileExists: none).resolved == "/run/quaked/quaked.sock")
+        #expect(
+            SocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/7"], isRoot: false, fileExists: none).resolved
+                == "/run/user/7/quaked/quaked.sock")
+        #expect(
+            SocketPath(environment: ["XDG_RUNTIME_DIR": "relative"], isRoot: false, fileExists: none).resolved
+                == "/tmp/quaked-\(getuid())/quaked.sock")
+        // A user without a daemon of their own finds the system daemon.
+        let systemOnly: @Sendable (String) -> Bool = { $0 == SocketPath.systemSocket }
+        #expect(
+            SocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/7"], isRoot: false, fileExists: systemOnly).resolved
+                == SocketPath.systemSocket)
+    }
+}
+
+@Suite struct ExportFormatTests {
+    static func quake() -> QuakedAPI.Quake {
+        var q = QuakedAPI.Quake(id: "us1", time: 1_763_780_220_123)
+        q.mag = 4.25
+        q.place = "10 km SW of \"Foo\", CA"
+        q.title = "line\r\nbreak"
+        q.lon = -122.5
+        q.lat = 37.25
+        return q
+    }
+
+    @Test func csvFollowsRFC4180() {
+        let writer = CSVExportWriter()
+        var out: [UInt8] = []
+        writer.header(into: &out)
+        writer.quake(Self.quake(), index: 0, into: &out)
+        let text = String(decoding: out, as: UTF8.self)
+        let lines = text.components(separatedBy: "\r\n")
+        #expect(lines[0] == QuakeFields.names.joined(separator: ","))
+        #expect(lines[1].hasPrefix(#"us1,4.25,"10 km SW of ""Foo"", CA",2025-11-22T02:57:00.123Z,,"#))
+        #expect(text.contains("\"line\r\nbreak\""))
+        #expect(text.hasSuffix("\r\n"))
+    }
+
+    @Test func ndjsonIsTheInterfacesQuake() throws {
+        var out: [UInt8] = []
+        NDJSONExportWriter().quake(Self.quake(), index: 0, into: &out)
+        #expect(out.last == 10)
+        let decoded = try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data(out))
+        #expect(decoded == Self.quake())
+    }
+
+    @Test func geojsonIsAFeatureCollection() throws {
+        let writer = GeoJSONExportWriter()
+        var out: [UInt8] = []
+        writer.header(into: &out)
+        writer.quake(Self.quake(), index: 0, into: &out)
+        var noPlace = QuakedAPI.Quake(id: "xx2", time: 5)
+        noPlace.depth = nil
+        writer.quake(noPlace, index: 1, into: &out)
+        writer.footer(into: &out)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
+        #expect(object["type"] as? String == "FeatureCollection")
+        let features = try #require(object["features"] as? [[String: Any]])
+        #expect(features.count == 2)
+        #expect(features[0]["id"] as? String == "us1")
+        let geometry = try #require(features[0]["geometry"] as? [String: Any])
+        #expect(geometry["coordinates"] as? [Any] as? NSArray == [-122.5, 37.25, NSNull()] as NSArray)
+        #expect(features[1]["geometry"] is NSNull)
+        let properties = try #require(features[0]["properties"] as? [String: Any])
+        #expect(properties["time"] as? Int == 1_763_780_220_123)
+        #expect(properties["id"] == nil)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import QuakeTestSupport
+import Testing
+
+/// `--help` of every command against the stored copies in `Help/`. After an intended change,
+/// regenerate them: `for c in "" watch ...; do COLUMNS=80 quakectl $c --help > Help/${c:-quakectl}.txt; done`.
+@Suite struct HelpTests {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Help")
+    static let commands = [
+        "quakectl", "watch", "refresh", "list", "show", "delete", "export", "status", "history", "reload",
+    ]
+
+    @Test(arguments: commands) func helpMatchesTheStoredCopy(command: String) async throws {
+        let arguments = command == "quakectl" ? ["--help"] : [command, "--help"]
+        let result = try await quakectl(arguments, environment: ["COLUMNS": "80"])
+        #expect(result.status == 0)
+        let stored = try String(contentsOf: Self.directory.appendingPathComponent("\(command).txt"), encoding: .utf8)
+        #expect(result.stdout == stored)
+    }
+
+    @Test func completionScriptsAreGenerated() async throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let result = try await quakectl(["--generate-completion-script", shell])
+            #expect(result.status == 0)
+            #expect(result.stdout.contains("watch"))
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import QuakeDaemon
+import QuakeTestSupport
+import Testing
+
+/// The man pages in `man/` and the files in `packaging/` against the code, so they cannot drift:
+/// every option `--help` prints is documented in the right page (and for quakectl, under the
+/// right command), every configuration key and its environment variable is in quaked.conf(5)
+/// and in the shipped default config, and the paths and groups of the units are the code's.
+@Suite struct ManPageTests {
+    static let manDirectory = Fixtures.packageRoot.appendingPathComponent("man")
+    static let packagingDirectory = Fixtures.packageRoot.appendingPathComponent("packaging")
+    static let pages = ["quaked.8", "quakectl.1", "quaked.conf.5"]
+
+    // MARK: - quaked(8)
+
+    @Test func everyQuakedOptionIsInQuaked8() async throws {
+        let help = try await Self.help(BuiltProducts.path("quaked"), [])
+        let options = HelpText.options(in: help)
+        #expect(options.contains("--feed") && options.contains("--help"), "cannot read the options of: \(help)")
+        let page = try Self.page("quaked.8")
+        let documented = Mdoc.section("OPTIONS", of: page)
+        for option in options {
+            #expect(Mdoc.mentions(documented, flag: option), "quaked.8 OPTIONS does not document \(option)")
+        }
+        // And the other way round: nothing documented that quaked no longer takes.
+        for flag in Mdoc.itemFlags(in: documented) {
+            #expect(options.contains(flag), "quaked.8 documents \(flag), which quaked --help does not list")
+        }
+    }
+
+    @Test func quaked8PointsAtTheInterfaceAndStatesTheSecurityModel() throws {
+        let page = try Self.page("quaked.8")
+        let protocolSection = Mdoc.section("PROTOCOL", of: page)
+        #expect(protocolSection.contains("io.quaked.varlink"))
+        #expect(protocolSection.contains("GetInterfaceDescription"))
+        let interface = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeVarlink/io.quaked.varlink")
+        #expect(FileManager.default.fileExists(atPath: interface.path))
+        // Every method of the interface is named.
+        let methods = try String(contentsOf: interface, encoding: .utf8)
+            .split(separator: "\n").filter { $0.hasPrefix("method ") }
+            .compactMap { $0.dropFirst("method ".count).split(separator: "(").first.map(String.init) }
+        #expect(!methods.isEmpty)
+        for method in methods {
+            #expect(protocolSection.contains("Sy \(method)"), "quaked.8 PROTOCOL does not name the method \(method)")
+        }
+        let security = Mdoc.section("SECURITY", of: page)
+        let configuration = DaemonConfiguration()
+        for fact in ["0660", "Sy Delete", "Sy Reload", "SO_PEERCRED", configuration.socketGroup, configuration.adminGroup]
+        {
+            let fact = try #require(fact)
+            #expect(security.contains(fact), "quaked.8 SECURITY does not mention \(fact)")
+        }
+    }
+
+    // MARK: - quakectl(1)
+
+    @Test func everyQuakectlCommandAndOptionIsInQuakectl1() async throws {
+        let quakectl = BuiltProducts.path("quakectl")
+        let rootHelp = try await Self.help(quakectl, [])
+        let commands = HelpText.subcommands(in: rootHelp)
+        #expect(commands.contains("watch") && commands.contains("reload"), "cannot read the commands of: \(rootHelp)")
+
+        let page = try Self.page("quakectl.1")
+        let entries = Mdoc.commandEntries(in: Mdoc.section("COMMANDS", of: page))
+        let commonSection = Mdoc.section("OPTIONS", of: page)
+
+        var optionsByCommand: [String: [String]] = [:]
+        for command in commands {
+            optionsByCommand[command] = HelpText.options(in: try await Self.help(quakectl, [command]))
+        }
+        // Options every command takes (--socket, --json, ...) are documented once, under OPTIONS.
+        let common = optionsByCommand.values.map(Set.init).reduce(Set(optionsByCommand[commands[0]] ?? [])) {
+            $0.intersection($1)
+        }
+        #expect(common.contains("--socket"))
+        for option in common.union(HelpText.options(in: rootHelp)).sorted() {
+            #expect(Mdoc.mentions(commonSection, flag: option), "quakectl.1 OPTIONS does not document \(option)")
+        }
+        for command in commands {
+            let entry = try #require(entries[command], "quakectl.1 COMMANDS has no entry `.It Cm \(command)`")
+            for option in optionsByCommand[command, default: []] where !common.contains(option) {
+                #expect(Mdoc.mentions(entry, flag: option), "quakectl.1 does not document \(option) under \(command)")
+            }
+            for flag in Mdoc.itemFlags(in: entry) {
+                #expect(
+                    optionsByCommand[command, default: []].contains(flag),
+                    "quakectl.1 documents \(flag) under \(command), which `quakectl \(command) --help` does not list")
+            }
+        }
+        for documented in entries.keys where documented != "help" {
+            #expect(commands.contains(documented), "quakectl.1 documents a command \(documented) that quakectl lacks")
+        }
+    }
+
+    // MARK: - quaked.conf(5) and the default configuration file
+
+    @Test func everyConfigurationKeyIsInQuakedConf5() throws {
+        let keys = Mdoc.section("KEYS", of: try Self.page("quaked.conf.5"))
+        var documented: Set<String> = []
+        for line in keys.split(separator: "\n") where line.hasPrefix(".It Cm ") {
+            documented.insert(String(line.split(separator: " ")[2]))
+        }
+        for key in DaemonConfiguration.Key.allCases {
+            #expect(documented.contains(key.rawValue), "quaked.conf.5 KEYS has no `.It Cm \(key.rawValue)`")
+            #expect(keys.contains("Ev \(key.environmentName)"), "quaked.conf.5 does not name \(key.environmentName)")
+        }
+        let known = Set(DaemonConfiguration.Key.allCases.map(\.rawValue))
+        #expect(documented.subtracting(known).isEmpty, "quaked.conf.5 documents unknown keys")
+    }
+
+    @Test func theDefaultConfigFileShowsEveryKeyCommentedOut() throws {
+        let file = Self.packagingDirectory.appendingPathComponent("etc/quaked.conf")
+        let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+        for key in DaemonConfiguration.Key.allCases {
+            #expect(lines.contains { $0.hasPrefix("#\(key.rawValue) = ") }, "etc/quaked.conf lacks `#\(key.rawValue) = `")
+        }
+        // Nothing is set: the file changes no default (and so always loads).
+        #expect(!lines.contains { !$0.hasPrefix("#") && !$0.trimmingCharacters(in: .whitespaces).isEmpty })
+        let loader = ConfigurationLoader(configFile: file.path, environment: [:])
+        #expect(try loader.load() == DaemonConfiguration(defaults: loader.defaults))
+    }
+
+    // MARK: - The units agree with the code
+
+    @Test func theUnitsUseTheCodesPathsAndGroups() throws {
+        func read(_ path: String) throws -> String {
+            try String(contentsOf: Self.packagingDirectory.appendingPathComponent(path), encoding: .utf8)
+        }
+        func value(_ key: String, in unit: String) -> String? {
+            unit.split(separator: "\n").first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        let service = try read("systemd/quaked.service")
+        let socket = try read("systemd/quaked.socket")
+        let defaults = DaemonConfiguration()
+        // With RuntimeDirectory=quaked the daemon binds where the socket unit listens.
+        let runtime = try #require(value("RuntimeDirectory", in: service))
+        let underSystemd = DefaultPaths(environment: ["RUNTIME_DIRECTORY": "/run/\(runtime)"], isRoot: false)
+        #expect(value("ListenStream", in: socket) == underSystemd.socketPath)
+        #expect(value("ListenStream", in: socket) == DefaultPaths(environment: [:], isRoot: true).socketPath)
+        #expect(value("SocketGroup", in: socket) == defaults.socketGroup)
+        #expect(value("SocketMode", in: socket) == "0660")
+        #expect(value("Group", in: service) == defaults.socketGroup)
+        #expect(value("ExecStart", in: service) == "/usr/bin/quaked")
+        #expect(value("ExecReload", in: service) == "/usr/bin/quakectl reload")
+        #expect(value("RestartPreventExitStatus", in: service) == "78")
+        #expect(
+            value("StateDirectory", in: service).map { "/var/lib/\($0)" }
+                == DefaultPaths(environment: [:], isRoot: true).stateDirectory)
+        #expect(value("PrivateUsers", in: service) == nil, "PrivateUsers= hides peer credentials (SO_PEERCRED)")
+
+        let sysusers = try read("sysusers.d/quaked.conf")
+        for group in [defaults.socketGroup, defaults.adminGroup] {
+            let group = try #require(group)
+            #expect(
+                sysusers.split(separator: "\n").contains { Array($0.split(separator: " ").prefix(2)) == ["g", Substring(group)] },
+                "sysusers.d/quaked.conf does not create the group \(group)")
+        }
+        let tmpfiles = try read("tmpfiles.d/quaked.conf")
+        #expect(tmpfiles.contains("d /run/\(runtime) \(value("RuntimeDirectoryMode", in: service) ?? "?") quaked quake"))
+    }
+
+    // MARK: - mandoc
+
+    static let mandoc = ["/usr/bin/mandoc", "/usr/local/bin/mandoc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    @Test(.enabled(if: mandoc != nil, "mandoc is not installed (apt-get install mandoc; scripts/check-packaging does)"))
+    func mandocFindsNoWarnings() async throws {
+        let paths = Self.pages.map { Self.manDirectory.appendingPathComponent($0).path }
+        let result = try await ChildProcess.run(try #require(Self.mandoc), ["-Tlint", "-W", "warning"] + paths)
+        #expect(result.status == 0, "mandoc -Tlint -W warning:\n\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.isEmpty && result.stderr.isEmpty, "\(result.stdout)\(result.stderr)")
+    }
+
+    // MARK: - Helpers
+
+    static func page(_ name: String) throws -> String {
+        try String(contentsOf: manDirectory.appendingPathComponent(name), encoding: .utf8)
+    }
+
+    static func help(_ executable: String, _ arguments: [String]) async throws -> String {
+        let result = try await ChildProcess.run(executable, arguments + ["--help"], environment: ["COLUMNS": "80"])
+        #expect(result.status == 0, "\(executable) \(arguments) --help: \(result.stderr)")
+        return result.stdout
+    }
+}
+
+/// Reads swift-argument-parser's `--help` layout.
+enum HelpText {
+    /// The lines of one section (`OPTIONS:`, `SUBCOMMANDS:`), up to the next heading.
+    static func section(_ heading: String, in help: String) -> [Substring] {
+        var lines: [Substring] = []
+        var inside = false
+        for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasSuffix(":"), let first = line.first, first.isUppercase {
+                inside = line == "\(heading):"
+            } else if inside {
+                lines.append(line)
+            }
+        }
+        return lines
+    }
+
+    /// The flags defined in OPTIONS: `  -o, --output <file>   Write ...` gives `-o` and `--output`.
+    static func options(in help: String) -> [String] {
+        var options: [String] = []
+        for line in section("OPTIONS", in: help) where line.hasPrefix("  -") {
+            let synopsis = line.dropFirst(2).components(separatedBy: "  ").first ?? ""
+            for part in synopsis.components(separatedBy: ", ") {
+                let flag = part.split(separator: " ").first.map(String.init) ?? ""
+                if flag.hasPrefix("-") { options.append(flag) }
+            }
+        }
+        return options
+    }
+
+    /// Command names in SUBCOMMANDS: `  watch                   Print ...`.
+    static func subcommands(in help: String) -> [String] {
+        // A command's line is its name, two or more spaces and its abstract; the closing
+        // "See 'quakectl help <subcommand>' ..." has single spaces only.
+        section("SUBCOMMANDS", in: help).compactMap { line in
+            guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
+            let columns = line.dropFirst(2).components(separatedBy: "  ")
+            guard columns.count > 1, let name = columns.first, !name.contains(" ") else { return nil }
+            return name
+        }
+    }
+}
+
+/// Reads the mdoc source of the man pages.
+enum Mdoc {
+    /// The text of `.Sh NAME` up to the next `.Sh`.
+    static func section(_ name: String, of page: String) -> String {
+        var lines: [Substring] = []
+        var inside = false
+        for line in page.split(separator: "\n") {
+            if line.hasPrefix(".Sh ") {
+                inside = line.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) == name
+            } else if inside {
+                lines.append(line)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The entries of a command list, by command: from `.It Cm watch ...` to the next `.It Cm`.
+    static func commandEntries(in section: String) -> [String: String] {
+        var entries: [String: String] = [:]
+        var current: String?
+        for line in section.split(separator: "\n") {
+            if line.hasPrefix(".It Cm ") {
+                current = String(line.split(separator: " ")[2])
+            }
+            if let current { entries[current, default: ""] += line + "\n" }
+        }
+        return entries
+    }
+
+    /// Whether the text has the flag as an mdoc `Fl` macro: `--output` as `Fl -output`, `-o` as
+    /// `Fl o`, not followed by more of a longer name.
+    static func mentions(_ text: String, flag: String) -> Bool {
+        let name = String(flag.dropFirst())  // `Fl -output` prints `--output`
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        for (index, word) in words.enumerated() where word == "Fl" && index + 1 < words.count {
+            if words[index + 1] == name { return true }
+        }
+        return false
+    }
+
+    /// The flags a list documents as items: `.It Fl -feed Ar url` and `.It Fl o Ar file , Fl -output`.
+    static func itemFlags(in text: String) -> [String] {
+        var flags: [String] = []
+        for line in text.split(separator: "\n") where line.hasPrefix(".It Fl ") {
+            let words = line.split(separator: " ")
+            for (index, word) in words.enumerated() where word == "Fl" && index + 1 < words.count {
+                flags.append("-" + words[index + 1])
+            }
+        }
+        return flags
+    }
+}
