@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "QuakeDaemon",
                 "QuakeStore",
+                "QuakeVarlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -122,6 +123,7 @@ let package = Package(
             dependencies: [
                 "QuakeDaemon",
                 "QuakeStore",
+                "QuakeVarlink",
                 "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import QuakeVarlink
 import Logging
 import QuakeDaemon
 import QuakeStore

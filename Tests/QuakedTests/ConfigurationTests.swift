@@ -1,4 +1,5 @@
 import Foundation
+import QuakeVarlink
 import QuakeDaemon
 import QuakeTestSupport
 import Testing

@@ -1,10 +1,10 @@
 import Foundation
+import QuakeVarlink
 
 /// Where quakectl looks for quaked's control socket when `--socket` is not given.
 ///
-/// `$QUAKED_SOCKET` first; then the daemon's own default rule. The rule is a copy of
-/// `DefaultPaths.socketPath` in QuakeDaemon (quakectl cannot depend on the daemon's target):
-/// keep the two in step. As a plain user whose per-user socket does not exist, the system
+/// `$QUAKED_SOCKET` first; then the daemon's own default rule (``DefaultPaths``, shared with
+/// the daemon through QuakeVarlink). As a plain user whose per-user socket does not exist, the system
 /// socket `/run/quaked/quaked.sock` is used when it exists, so quakectl finds a system daemon too.
 public struct SocketPath: Sendable {
     public var environment: [String: String]
@@ -30,17 +30,11 @@ public struct SocketPath: Sendable {
         return own
     }
 
-    /// Copy of the daemon's rule: `$RUNTIME_DIRECTORY/quaked.sock`, else `/run/quaked/quaked.sock`
-    /// as root, else `$XDG_RUNTIME_DIR/quaked/quaked.sock`, else `/tmp/quaked-<uid>/quaked.sock`.
+    /// The daemon's own rule (``DefaultPaths/socketPath``): `$RUNTIME_DIRECTORY/quaked.sock`,
+    /// else `/run/quaked/quaked.sock` as root, else `$XDG_RUNTIME_DIR/quaked/quaked.sock`, else
+    /// `/tmp/quaked-<uid>/quaked.sock`.
     public var daemonDefault: String {
-        if let first = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init),
-            first.hasPrefix("/")
-        {
-            return first + "/quaked.sock"
-        }
-        if isRoot { return Self.systemSocket }
-        if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") { return xdg + "/quaked/quaked.sock" }
-        return "/tmp/quaked-\(getuid())/quaked.sock"
+        DefaultPaths(environment: environment, isRoot: isRoot).socketPath
     }
 }
 

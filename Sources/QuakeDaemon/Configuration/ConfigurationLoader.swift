@@ -1,4 +1,5 @@
 import Foundation
+import QuakeVarlink
 
 /// Builds a ``DaemonConfiguration`` from its sources, highest first: command-line flags,
 /// environment (`QUAKED_*`), the config file, built-in defaults.

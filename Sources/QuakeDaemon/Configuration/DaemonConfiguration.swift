@@ -1,4 +1,5 @@
 import Foundation
+import QuakeVarlink
 import Logging
 
 /// Everything quaked can be configured with: the one source of truth for the configuration.

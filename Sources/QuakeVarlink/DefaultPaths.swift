@@ -1,6 +1,7 @@
 import Foundation
 
-/// Where quaked keeps its state and its socket when nothing is configured.
+/// Where quaked keeps its state and its socket when nothing is configured: the one rule both
+/// the daemon and quakectl use (hence it lives here, with the protocol).
 ///
 /// As a systemd service the directories systemd made (`$STATE_DIRECTORY`, `$RUNTIME_DIRECTORY`);
 /// as root the FHS locations; otherwise the XDG base directories of the user, so that
