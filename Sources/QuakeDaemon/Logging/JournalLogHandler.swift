@@ -35,10 +35,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        if let error = event.error { merged["error"] = "\(error)" }
+        let merged = QuakedLogging.metadata(of: event, handler: metadata, provider: metadataProvider)
         let entries = Self.entries(
             message: event.message.description, level: event.level, identifier: identifier,
             label: label, metadata: merged, file: event.file, function: event.function, line: event.line)

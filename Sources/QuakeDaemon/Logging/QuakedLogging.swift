@@ -5,6 +5,18 @@ import Synchronization
 public enum QuakedLogging {
     private static let bootstrapped = Atomic<Bool>(false)
 
+    /// A record's metadata as both handlers write it: the handler's own, then the provider's,
+    /// then the call's; an attached error as `error`.
+    static func metadata(
+        of event: LogEvent, handler: Logger.Metadata, provider: Logger.MetadataProvider?
+    ) -> Logger.Metadata {
+        var merged = handler
+        if let provided = provider?.get() { merged.merge(provided) { $1 } }
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
+        if let error = event.error { merged["error"] = "\(error)" }
+        return merged
+    }
+
     /// Bootstraps swift-log with the handler for ``LogDestination/detect(environment:)``.
     /// Only the first call has an effect (swift-log traps on a second bootstrap); tests should
     /// use ``makeHandler(label:level:destination:identifier:)`` instead.

@@ -34,10 +34,7 @@ public struct StderrLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        if let error = event.error { merged["error"] = "\(error)" }
+        let merged = QuakedLogging.metadata(of: event, handler: metadata, provider: metadataProvider)
         output(Self.line(date: Date(), level: event.level, label: label, message: event.message.description, metadata: merged))
     }
 
