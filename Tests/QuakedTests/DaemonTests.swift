@@ -33,6 +33,29 @@ struct DaemonTests {
         }
     }
 
+    @Test("an ETag is sent back as If-None-Match; Cache-Control max-age spaces pulls out beyond the interval")
+    func etagAndMaxAge() async throws {
+        try await FeedTestServer.withServer { server in
+            try await withTemporaryDirectory { dir in
+                var response = TestResponse.feed(Self.small, lastModified: nil, etag: "\"v1\"")
+                response.cacheControl = "public, max-age=2"
+                server.setResponse("/feed", response)
+                let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
+                try await server.waitForRequests("/feed", count: 3, timeout: .seconds(20))
+                let requests = server.requests("/feed")
+                #expect(requests[0].header("If-None-Match") == nil)
+                #expect(requests[1].header("If-None-Match") == "\"v1\"")
+                #expect(requests[1].header("If-Modified-Since") == nil)
+                let times = requests.map(\.receivedAt)
+                for (later, earlier) in zip(times.dropFirst(), times) {
+                    #expect(later - earlier >= .milliseconds(1950), "pulls must wait for max-age=2, not the 1 s interval")
+                }
+                #expect(try await daemon.status()["headToken"] as? Int == 1)
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
     @Test("a changed feed on the next request is merged as one new transaction")
     func changedFeedIsMerged() async throws {
         try await FeedTestServer.withServer { server in

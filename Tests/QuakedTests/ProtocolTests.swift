@@ -179,6 +179,33 @@ struct ProtocolTests {
         }
     }
 
+    @Test("history a named client still needs survives the purge; a client gone longer than the hard maximum does not hold it")
+    func consumerAwareRetention() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir.appendingPathComponent("state"))
+            let fixtures = [Self.feed, Fixtures.usgs("lhayesgolding__EarthquakeData__x.geojson"),
+                            Fixtures.usgs("lhayesgolding__EarthquakeData__significant_week.geojson")]
+            for (fixture, days) in zip(fixtures, [10.0, 9, 8]) {
+                _ = try await store.importFeed(source: "test", now: Date().addingTimeInterval(-days * 86_400)) { sink in
+                    try await sink.sendFile(at: fixture)
+                }
+            }
+            // "desk" applied token 1 and is still around; "attic" stopped at 0 six weeks ago.
+            try await store.acknowledge(client: "desk", token: 1)
+            try await store.acknowledge(client: "attic", token: 0, now: Date().addingTimeInterval(-42 * 86_400))
+            try store.close()
+            let daemon = try await DaemonHarness(
+                in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"],
+                environment: ["QUAKED_HISTORY_MAX_AGE": "1d", "QUAKED_HISTORY_HARD_MAX_AGE": "30d"])
+            try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["oldestToken"] as? Int) == 1 }
+            #expect(try await daemon.call("io.quaked.FetchHistory", ["after": 1])["error"] == nil)
+            #expect(try await daemon.call("io.quaked.FetchHistory", ["after": 0])["error"] as? String == "io.quaked.TokenExpired")
+            let clients = try await daemon.status()["clients"] as? [[String: Any]] ?? []
+            #expect(Set(clients.compactMap { $0["name"] as? String }) == ["attic", "desk"])
+            #expect(try await daemon.stop() == 0)
+        }
+    }
+
     @Test("Snapshot streams every row as of one token; Query and Get answer")
     func snapshotQueryGet() async throws {
         try await withTemporaryDirectory { dir in
