@@ -1,12 +1,14 @@
 import Foundation
 import QuakeDaemon
 import QuakeTestSupport
+import QuakeVarlink
 import Testing
 
 /// The man pages in `man/` and the files in `packaging/` against the code, so they cannot drift:
-/// every option `--help` prints is documented in the right page (and for quakectl, under the
-/// right command), every configuration key and its environment variable is in quaked.conf(5)
-/// and in the shipped default config, and the paths and groups of the units are the code's.
+/// every option `--help` prints has its own item in the right page (and for quakectl, under the
+/// right command) and no item documents a gone option; every configuration key and its
+/// environment variable is in quaked.conf(5) and in the shipped default config; the paths and
+/// groups of the units are the code's.
 @Suite struct ManPageTests {
     static let manDirectory = Fixtures.packageRoot.appendingPathComponent("man")
     static let packagingDirectory = Fixtures.packageRoot.appendingPathComponent("packaging")
@@ -19,12 +21,12 @@ import Testing
         let options = HelpText.options(in: help)
         #expect(options.contains("--feed") && options.contains("--help"), "cannot read the options of: \(help)")
         let page = try Self.page("quaked.8")
-        let documented = Mdoc.section("OPTIONS", of: page)
+        let items = Mdoc.itemFlags(in: Mdoc.section("OPTIONS", of: page))
         for option in options {
-            #expect(Mdoc.mentions(documented, flag: option), "quaked.8 OPTIONS does not document \(option)")
+            #expect(items.contains(option), "quaked.8 OPTIONS has no item `.It Fl \(option.dropFirst())`")
         }
         // And the other way round: nothing documented that quaked no longer takes.
-        for flag in Mdoc.itemFlags(in: documented) {
+        for flag in items {
             #expect(options.contains(flag), "quaked.8 documents \(flag), which quaked --help does not list")
         }
     }
@@ -46,8 +48,9 @@ import Testing
         }
         let security = Mdoc.section("SECURITY", of: page)
         let configuration = DaemonConfiguration()
-        for fact in ["0660", "Sy Delete", "Sy Reload", "SO_PEERCRED", configuration.socketGroup, configuration.adminGroup]
-        {
+        for fact in [
+            "0660", "Sy Delete", "Sy Reload", "SO_PEERCRED", configuration.socketGroup, configuration.adminGroup,
+        ] {
             let fact = try #require(fact)
             #expect(security.contains(fact), "quaked.8 SECURITY does not mention \(fact)")
         }
@@ -63,7 +66,7 @@ import Testing
 
         let page = try Self.page("quakectl.1")
         let entries = Mdoc.commandEntries(in: Mdoc.section("COMMANDS", of: page))
-        let commonSection = Mdoc.section("OPTIONS", of: page)
+        let commonItems = Mdoc.itemFlags(in: Mdoc.section("OPTIONS", of: page))
 
         var optionsByCommand: [String: [String]] = [:]
         for command in commands {
@@ -75,14 +78,16 @@ import Testing
         }
         #expect(common.contains("--socket"))
         for option in common.union(HelpText.options(in: rootHelp)).sorted() {
-            #expect(Mdoc.mentions(commonSection, flag: option), "quakectl.1 OPTIONS does not document \(option)")
+            #expect(commonItems.contains(option), "quakectl.1 OPTIONS has no item `.It Fl \(option.dropFirst())`")
         }
         for command in commands {
             let entry = try #require(entries[command], "quakectl.1 COMMANDS has no entry `.It Cm \(command)`")
+            let items = Mdoc.itemFlags(in: entry)
             for option in optionsByCommand[command, default: []] where !common.contains(option) {
-                #expect(Mdoc.mentions(entry, flag: option), "quakectl.1 does not document \(option) under \(command)")
+                #expect(
+                    items.contains(option), "quakectl.1 has no item `.It Fl \(option.dropFirst())` under \(command)")
             }
-            for flag in Mdoc.itemFlags(in: entry) {
+            for flag in items {
                 #expect(
                     optionsByCommand[command, default: []].contains(flag),
                     "quakectl.1 documents \(flag) under \(command), which `quakectl \(command) --help` does not list")
@@ -113,7 +118,8 @@ import Testing
         let file = Self.packagingDirectory.appendingPathComponent("etc/quaked.conf")
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
         for key in DaemonConfiguration.Key.allCases {
-            #expect(lines.contains { $0.hasPrefix("#\(key.rawValue) = ") }, "etc/quaked.conf lacks `#\(key.rawValue) = `")
+            #expect(
+                lines.contains { $0.hasPrefix("#\(key.rawValue) = ") }, "etc/quaked.conf lacks `#\(key.rawValue) = `")
         }
         // Nothing is set: the file changes no default (and so always loads).
         #expect(!lines.contains { !$0.hasPrefix("#") && !$0.trimmingCharacters(in: .whitespaces).isEmpty })
@@ -153,16 +159,19 @@ import Testing
         for group in [defaults.socketGroup, defaults.adminGroup] {
             let group = try #require(group)
             #expect(
-                sysusers.split(separator: "\n").contains { Array($0.split(separator: " ").prefix(2)) == ["g", Substring(group)] },
+                sysusers.split(separator: "\n").contains {
+                    Array($0.split(separator: " ").prefix(2)) == ["g", Substring(group)]
+                },
                 "sysusers.d/quaked.conf does not create the group \(group)")
         }
-        let tmpfiles = try read("tmpfiles.d/quaked.conf")
-        #expect(tmpfiles.contains("d /run/\(runtime) \(value("RuntimeDirectoryMode", in: service) ?? "?") quaked quake"))
+        #expect(value("RuntimeDirectoryPreserve", in: service) == "yes", "a stop would delete quaked.socket's socket")
     }
 
     // MARK: - mandoc
 
-    static let mandoc = ["/usr/bin/mandoc", "/usr/local/bin/mandoc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let mandoc = ["/usr/bin/mandoc", "/usr/local/bin/mandoc"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     @Test(.enabled(if: mandoc != nil, "mandoc is not installed (apt-get install mandoc; scripts/check-packaging does)"))
     func mandocFindsNoWarnings() async throws {
@@ -256,18 +265,8 @@ enum Mdoc {
         return entries
     }
 
-    /// Whether the text has the flag as an mdoc `Fl` macro: `--output` as `Fl -output`, `-o` as
-    /// `Fl o`, not followed by more of a longer name.
-    static func mentions(_ text: String, flag: String) -> Bool {
-        let name = String(flag.dropFirst())  // `Fl -output` prints `--output`
-        let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        for (index, word) in words.enumerated() where word == "Fl" && index + 1 < words.count {
-            if words[index + 1] == name { return true }
-        }
-        return false
-    }
-
-    /// The flags a list documents as items: `.It Fl -feed Ar url` and `.It Fl o Ar file , Fl -output`.
+    /// The flags a list documents as items, as the page prints them: `.It Fl -feed Ar url` gives
+    /// `--feed`; `.It Fl o Ar file , Fl -output Ar file` gives `-o` and `--output`.
     static func itemFlags(in text: String) -> [String] {
         var flags: [String] = []
         for line in text.split(separator: "\n") where line.hasPrefix(".It Fl ") {
