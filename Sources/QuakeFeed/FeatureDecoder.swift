@@ -172,13 +172,15 @@ extension JSONReader {
                     if n.isInteger, let t = int64(n) {
                         time = t
                     } else {
-                        timeProblem = n.isInteger
+                        timeProblem =
+                            n.isInteger
                             ? "properties.time: integer out of range"
                             : "properties.time: expected an integer, found a number with a fraction or exponent"
                     }
                 } else {
                     try skipValue(depth: depth + 1)
-                    timeProblem = v == UInt8(ascii: "n")
+                    timeProblem =
+                        v == UInt8(ascii: "n")
                         ? "properties.time: null" : "properties.time: expected an integer, found \(jsonTypeName(v))"
                 }
             case Key.updated: f.updated = try integer("updated", &invalid, depth)
@@ -192,7 +194,8 @@ extension JSONReader {
             case Key.status:
                 f.status = try string("status", &invalid, depth).map { s in
                     // Old data says "REVIEWED"; skip the Unicode lower-casing when nothing changes.
-                    s.utf8.contains { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || $0 >= 0x80 } ? s.lowercased() : s
+                    s.utf8.contains { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || $0 >= 0x80 }
+                        ? s.lowercased() : s
                 }
             case Key.tsunami: f.tsunami = try integer("tsunami", &invalid, depth)
             case Key.sig: f.sig = try integer("sig", &invalid, depth)
@@ -234,7 +237,8 @@ extension JSONReader {
             let n = try scanNumber()
             if let value = int64(n) { return value }
             if invalid == nil {
-                invalid = "properties.\(name): expected an integer or null, found "
+                invalid =
+                    "properties.\(name): expected an integer or null, found "
                     + (n.isInteger ? "an integer out of range" : "a number with a fraction")
             }
             return nil
@@ -332,7 +336,8 @@ extension JSONReader {
                 default: m.api = s
                 }
             } else if (v == UInt8(ascii: "-") || (v >= UInt8(ascii: "0") && v <= UInt8(ascii: "9")))
-                && (k == Key.generated || k == Key.status || k == Key.count) {
+                && (k == Key.generated || k == Key.status || k == Key.count)
+            {
                 let n = int64(try scanNumber())
                 switch k {
                 case Key.generated: m.generated = n

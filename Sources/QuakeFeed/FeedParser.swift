@@ -30,7 +30,9 @@ public struct FeedParser: Sendable {
     private let limits: Limits
 
     /// Where the parser is in the document's skeleton (between tokens).
-    private enum State { case start, firstKey, key, colon, value, afterMember, firstElement, element, afterElement, done }
+    private enum State {
+        case start, firstKey, key, colon, value, afterMember, firstElement, element, afterElement, done
+    }
     /// Which top-level member's value comes next.
     private enum Member { case type, features, metadata, other }
 
@@ -172,25 +174,33 @@ public struct FeedParser: Sendable {
                         continue
                     }
                     guard c == UInt8(ascii: "\"") else {
-                        throw r.unexpected(c, at: r.i, expected: state == .firstKey
-                            ? "expected a string key or '}'" : "expected a string key after ','")
+                        throw r.unexpected(
+                            c, at: r.i,
+                            expected: state == .firstKey
+                                ? "expected a string key or '}'" : "expected a string key after ','")
                     }
                     beginValue(&r)
                     let s = try r.scanString()
                     try endValue(&r)
-                    member = r.stringEquals(s, "features") ? .features
-                        : r.stringEquals(s, "type") ? .type
-                        : r.stringEquals(s, "metadata") ? .metadata : .other
+                    member =
+                        r.stringEquals(s, "features")
+                        ? .features
+                        : r.stringEquals(s, "type")
+                            ? .type
+                            : r.stringEquals(s, "metadata") ? .metadata : .other
                     state = .colon
                 case .colon:
-                    guard c == UInt8(ascii: ":") else { throw r.unexpected(c, at: r.i, expected: "expected ':' after an object key") }
+                    guard c == UInt8(ascii: ":") else {
+                        throw r.unexpected(c, at: r.i, expected: "expected ':' after an object key")
+                    }
                     r.i += 1
                     state = .value
                 case .value:
                     if member == .features {
                         guard c == UInt8(ascii: "[") else {
                             if isValueStart(c) {
-                                throw r.fail(.wrongType, "'features' must be an array, found \(jsonTypeName(c))", at: r.i)
+                                throw r.fail(
+                                    .wrongType, "'features' must be an array, found \(jsonTypeName(c))", at: r.i)
                             }
                             throw r.unexpected(c, at: r.i, expected: "expected a value")
                         }
@@ -208,11 +218,15 @@ public struct FeedParser: Sendable {
                         if c == UInt8(ascii: "\"") {
                             let s = try r.scanString()
                             if !r.stringEquals(s, "FeatureCollection") {
-                                throw r.fail(.wrongType, "'type' must be \"FeatureCollection\", found \"\(r.string(s))\"", at: valueStart)
+                                throw r.fail(
+                                    .wrongType, "'type' must be \"FeatureCollection\", found \"\(r.string(s))\"",
+                                    at: valueStart)
                             }
                         } else {
                             try r.skipValue(depth: 2)
-                            throw r.fail(.wrongType, "'type' must be \"FeatureCollection\", found \(jsonTypeName(c))", at: valueStart)
+                            throw r.fail(
+                                .wrongType, "'type' must be \"FeatureCollection\", found \(jsonTypeName(c))",
+                                at: valueStart)
                         }
                         sawType = true
                     case .metadata: metadata = try r.metadata(depth: 2)
@@ -232,7 +246,8 @@ public struct FeedParser: Sendable {
                 case .firstElement, .element:
                     if c == UInt8(ascii: "]") {
                         guard state == .firstElement else {
-                            throw r.fail(.invalidJSON, "expected a feature after ',', found ']' (trailing comma)", at: r.i)
+                            throw r.fail(
+                                .invalidJSON, "expected a feature after ',', found ']' (trailing comma)", at: r.i)
                         }
                         r.i += 1
                         state = .afterMember
@@ -285,8 +300,9 @@ public struct FeedParser: Sendable {
 
     private func tooLargeError(_ r: JSONReader, _ valueStart: Int) -> FeedError {
         let what = state == .firstElement || state == .element ? "feature" : "value"
-        return FeedError(.tooLarge, "\(what) larger than maxFeatureBytes (\(limits.maxFeatureBytes) bytes)",
-                         at: r.base + valueStart + limits.maxFeatureBytes)
+        return FeedError(
+            .tooLarge, "\(what) larger than maxFeatureBytes (\(limits.maxFeatureBytes) bytes)",
+            at: r.base + valueStart + limits.maxFeatureBytes)
     }
 
     private func tooLarge(_ r: JSONReader, _ valueStart: Int) -> ReadStop {
@@ -296,7 +312,7 @@ public struct FeedParser: Sendable {
     private func isValueStart(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
             return true
         default:
             return false

@@ -86,7 +86,8 @@ struct JSONReader {
                 return fail(.invalidUTF8, "byte 0x\(hex(c)) cannot start a UTF-8 sequence", at: at)
             }
             if at + base == 0 && c == 0xEF {
-                return fail(.invalidJSON, "a byte order mark (or other non-ASCII byte) cannot start a JSON text", at: at)
+                return fail(
+                    .invalidJSON, "a byte order mark (or other non-ASCII byte) cannot start a JSON text", at: at)
             }
             return fail(.invalidJSON, "\(expected), found non-ASCII byte 0x\(hex(c))", at: at)
         }
@@ -233,7 +234,7 @@ struct JSONReader {
         guard i &+ 1 < end else { throw .needMore }
         switch byte(i &+ 1) {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-             UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             i &+= 2
         case UInt8(ascii: "u"):
             let unit = try hex4(at: at)
@@ -256,7 +257,10 @@ struct JSONReader {
             }
         default:
             let c = byte(i &+ 1)
-            throw fail(.invalidJSON, "invalid escape '\\\(c >= 0x20 && c < 0x7F ? String(UnicodeScalar(c)) : "0x" + hex(c))' in a string", at: at)
+            throw fail(
+                .invalidJSON,
+                "invalid escape '\\\(c >= 0x20 && c < 0x7F ? String(UnicodeScalar(c)) : "0x" + hex(c))' in a string",
+                at: at)
         }
     }
 

@@ -30,7 +30,8 @@ struct ValueBoundary: Sendable {
                 }
             } else if scalar {
                 // Every byte a number or literal can contain; anything else ends it.
-                let isScalarByte = (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
+                let isScalarByte =
+                    (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
                     || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "z"))
                     || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") || c == UInt8(ascii: ".")
                 if !isScalarByte { return i }

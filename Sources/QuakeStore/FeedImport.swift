@@ -153,7 +153,8 @@ struct FeedImport {
         let old = QuakeColumns.values(of: stored)
         var changes: [FieldChange] = []
         for i in values.indices where values[i] != old[i] {
-            changes.append(FieldChange(field: QuakeColumns.names[i], old: FieldValue(old[i]), new: FieldValue(values[i])))
+            changes.append(
+                FieldChange(field: QuakeColumns.names[i], old: FieldValue(old[i]), new: FieldValue(values[i])))
         }
         try QuakeColumns.bindAndStep(incoming, update)
         try recorder.recordUpdate(id: incoming.id, fields: changes)

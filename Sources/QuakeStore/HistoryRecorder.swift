@@ -72,7 +72,9 @@ struct HistoryRecorder {
         }
         try db.execute(
             sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
-            arguments: [counts["insert", default: 0], counts["update", default: 0], counts["delete", default: 0], token])
+            arguments: [
+                counts["insert", default: 0], counts["update", default: 0], counts["delete", default: 0], token,
+            ])
         return token
     }
 
@@ -118,7 +120,8 @@ struct HistoryRecorder {
             db, sql: "SELECT kind, fields FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: [token, id])
         // OR IGNORE also ignores a CHECK failure: then there is no earlier row, and that is an error.
         guard let row, let earlier = ChangeKind(rawValue: row[0]) else {
-            throw DatabaseError(resultCode: .SQLITE_CONSTRAINT, message: "history change for \(id) violates a constraint")
+            throw DatabaseError(
+                resultCode: .SQLITE_CONSTRAINT, message: "history change for \(id) violates a constraint")
         }
         let key: StatementArguments = [token, id]
         switch (earlier, kind) {

@@ -135,7 +135,8 @@ extension QuakeStore {
             }
             let total =
                 try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM quakes \(whereClause)", arguments: StatementArguments(arguments)) ?? 0
+                    db, sql: "SELECT count(*) FROM quakes \(whereClause)", arguments: StatementArguments(arguments))
+                ?? 0
             let limitClause = limit.map { "LIMIT \($0)" } ?? ""
             let quakes = try Row.fetchAll(
                 db, sql: "SELECT \(QuakeColumns.list) FROM quakes \(whereClause) \(orderClause) \(limitClause)",

@@ -99,7 +99,8 @@ public struct QuakeStore: Sendable {
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
                     throw ImportError(kind: .cancelled, message: "the import was cancelled")
                 } catch let error as DatabaseError {
-                    throw ImportError(kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
+                    throw ImportError(
+                        kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
                 }
             }
             var report: ImportReport?

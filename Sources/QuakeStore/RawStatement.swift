@@ -59,7 +59,9 @@ struct RawStatement {
     /// The text of a column, all `sqlite3_column_bytes` of it (a string may contain U+0000).
     func string(_ column: Int32) -> String? {
         guard let text = sqlite3_column_text(handle, column) else { return nil }
-        return String(decoding: UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
+        return String(
+            decoding: UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column))),
+            as: UTF8.self)
     }
 
     func int64(_ column: Int32) -> Int64? {

@@ -81,12 +81,14 @@ public final class ChildProcess: @unchecked Sendable {
             stdoutData.append(rest)
             stderrData.append(restErr)
         }
-        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return process.terminationReason == .uncaughtSignal
+            ? 128 + process.terminationStatus : process.terminationStatus
     }
 
     /// Runs to completion and returns (status, stdout, stderr).
     public static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try ChildProcess(executable, arguments, environment: environment)
         let status = try await child.wait(timeout: timeout)

@@ -6,11 +6,11 @@ import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One request as the ``FeedTestServer`` received it.
@@ -559,10 +559,10 @@ private enum BodySourceError: Error, CustomStringConvertible {
 /// `close(2)`, named apart from `BodySource.close()`.
 private func closeDescriptor(_ descriptor: CInt) -> CInt {
     #if canImport(Glibc)
-    return Glibc.close(descriptor)
+        return Glibc.close(descriptor)
     #elseif canImport(Musl)
-    return Musl.close(descriptor)
+        return Musl.close(descriptor)
     #else
-    return Darwin.close(descriptor)
+        return Darwin.close(descriptor)
     #endif
 }

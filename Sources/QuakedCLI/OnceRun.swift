@@ -50,7 +50,8 @@ struct OnceRun {
                     "notModified": true,
                 ]) { $1 }
             }
-            let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            let data = try! JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
             return String(decoding: data, as: UTF8.self)
         }
         guard let report else { return "\(source): not modified" }

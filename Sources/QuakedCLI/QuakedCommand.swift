@@ -35,10 +35,13 @@ public struct QuakedCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Path of the control socket (Varlink).", valueName: "path"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("Configuration file. Default: /etc/quaked/quaked.conf when it exists.", valueName: "path"))
+    @Option(
+        help: ArgumentHelp("Configuration file. Default: /etc/quaked/quaked.conf when it exists.", valueName: "path"))
     var config: String?
 
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level"))
+    @Option(
+        help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level")
+    )
     var logLevel: String?
 
     @Flag(help: "Pull each feed once, import it, print a summary and exit.")

@@ -26,7 +26,8 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         limit.rlim_cur = limit.rlim_max
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 
-        let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("quake-bench-protocol-\(getpid())")
+        let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "quake-bench-protocol-\(getpid())")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let state = work.appendingPathComponent("state")
@@ -37,11 +38,14 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         let store = try QuakeStore(directory: state)
         for round in 0..<max(1, changes / perRound) {
             let json = Self.feed(round: round, count: perRound)
-            _ = try await store.importFeed(source: "bench://round\(round)") { sink in try await sink.send(Array(json.utf8)) }
+            _ = try await store.importFeed(source: "bench://round\(round)") { sink in
+                try await sink.send(Array(json.utf8))
+            }
         }
         try store.close()
 
-        let quaked = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let quaked = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
             .appendingPathComponent("quaked").path
         guard FileManager.default.isExecutableFile(atPath: quaked) else {
             throw ValidationError("build quaked next to quake-bench first: swift build -c release")
@@ -49,8 +53,11 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         let socket = work.appendingPathComponent("q.sock").path
         let daemon = try ChildProcess(
             quaked,
-            ["--state-dir", state.path, "--socket", socket, "--feed", "file:///nonexistent.geojson", "--interval", "1h",
-             "--log-level", "error"])
+            [
+                "--state-dir", state.path, "--socket", socket, "--feed", "file:///nonexistent.geojson", "--interval",
+                "1h",
+                "--log-level", "error",
+            ])
         defer { daemon.signal(SIGTERM) }
         let deadline = ContinuousClock.now + .seconds(20)
         while !UnixSocketClient.canConnect(socket) {
@@ -73,7 +80,8 @@ struct ProtocolBenchmark: AsyncParsableCommand {
                 #"{"type":"Feature","properties":{"mag":\#(mag),"place":"\#(i) km N of Benchtown","time":\#(1_700_000_000_000 + i * 1000),"updated":\#(1_700_000_000_000 + round * 60_000),"status":"automatic","tsunami":0,"sig":\#(i % 1000),"net":"bn","code":"\#(i)","ids":",bn\#(i),","type":"earthquake","title":"M \#(mag) - bench"},"geometry":{"type":"Point","coordinates":[\#(Double(i % 360) - 180),\#(Double(i % 180) - 90),10]},"id":"bn\#(i)"}"#
             )
         }
-        return #"{"type":"FeatureCollection","metadata":{"count":\#(count)},"features":["# + features.joined(separator: ",") + "]}"
+        return #"{"type":"FeatureCollection","metadata":{"count":\#(count)},"features":["#
+            + features.joined(separator: ",") + "]}"
     }
 
     private func catchUp(socket: String, state: URL) throws {
@@ -84,7 +92,9 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         // The reply text is scanned, not parsed into objects: the figure is the daemon's
         // (reading history, encoding it, writing it), not this client's JSON parser.
         while true {
-            try client.send(#"{"method":"io.quaked.FetchHistory","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#)
+            try client.send(
+                #"{"method":"io.quaked.FetchHistory","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#
+            )
             guard let text = try client.receive(timeout: .seconds(60)), !text.contains(#""error""#) else {
                 throw ValidationError("FetchHistory failed")
             }
@@ -106,9 +116,18 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             """
         let peer = try ChildProcessRun.python(script, arguments: [state.appendingPathComponent("quakes.sqlite").path])
         print("catch-up: FetchHistory of \(received) changes")
-        print(String(format: "  quaked FetchHistory (paged, JSON over the socket): %.2f s, %.0f changes/s", quaked, Double(received) / quaked))
-        print(String(format: "  peer: python sqlite3 reading the same rows from the file: %.2f s, %.0f changes/s", peer.seconds, Double(peer.changes) / peer.seconds))
-        print(String(format: "  ratio (quaked / peer throughput): %.2f", (Double(received) / quaked) / (Double(peer.changes) / peer.seconds)))
+        print(
+            String(
+                format: "  quaked FetchHistory (paged, JSON over the socket): %.2f s, %.0f changes/s", quaked,
+                Double(received) / quaked))
+        print(
+            String(
+                format: "  peer: python sqlite3 reading the same rows from the file: %.2f s, %.0f changes/s",
+                peer.seconds, Double(peer.changes) / peer.seconds))
+        print(
+            String(
+                format: "  ratio (quaked / peer throughput): %.2f",
+                (Double(received) / quaked) / (Double(peer.changes) / peer.seconds)))
     }
 
     private func fanOut(socket: String) throws {

@@ -37,7 +37,8 @@ struct ImportBenchmark: AsyncParsableCommand {
         if !FileManager.default.fileExists(atPath: feed.path) {
             print("generating \(feed.path) …")
             let gen = try MeasuredProcess.run([
-                "python3", root.appendingPathComponent("scripts/gen-feed.py").path, "--features", "\(features)", feed.path,
+                "python3", root.appendingPathComponent("scripts/gen-feed.py").path, "--features", "\(features)",
+                feed.path,
             ])
             guard gen.status == 0 else { throw ValidationError("gen-feed.py failed (exit \(gen.status))") }
         }
@@ -67,10 +68,17 @@ struct ImportBenchmark: AsyncParsableCommand {
             guard peer.status == 0 else { throw ValidationError("the Python peer failed (exit \(peer.status))") }
             row("python json.load + sqlite3", peer)
             print("")
-            print(String(format: "speed: quaked is %.1fx faster than the peer", seconds(peer.wall) / seconds(first.wall)))
-            print(String(format: "memory: quaked peaks at %.2fx the peer's RSS", Double(first.maxRSSBytes) / Double(peer.maxRSSBytes)))
+            print(
+                String(format: "speed: quaked is %.1fx faster than the peer", seconds(peer.wall) / seconds(first.wall)))
+            print(
+                String(
+                    format: "memory: quaked peaks at %.2fx the peer's RSS",
+                    Double(first.maxRSSBytes) / Double(peer.maxRSSBytes)))
         }
-        print(String(format: "no-op re-import takes %.2f of the first import's time", seconds(noop.wall) / seconds(first.wall)))
+        print(
+            String(
+                format: "no-op re-import takes %.2f of the first import's time",
+                seconds(noop.wall) / seconds(first.wall)))
         print("quaked report (first): \(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
         print("quaked report (no-op): \(noop.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
     }

@@ -4,92 +4,94 @@ import QuakeTestSupport
 import Testing
 
 extension ClientEndToEnd {
-@Suite struct ExportTests {
-    /// 100,000 quakes export in constant memory, and the GeoJSON imports back unchanged.
-    @Test(.timeLimit(.minutes(2))) func largeExportStaysSmallAndRoundTrips() async throws {
-        try await withTemporaryDirectory { dir in
-            let feed = dir.appendingPathComponent("big.geojson")
-            let generated = try await ChildProcess.run(
-                "/usr/bin/python3",
-                [
-                    Fixtures.packageRoot.appendingPathComponent("scripts/gen-feed.py").path, "--features", "100000",
-                    feed.path,
-                ],
-                timeout: .seconds(90))
-            #expect(generated.status == 0, "\(generated.stderr)")
-            let daemonDirectory = dir.appendingPathComponent("daemon")
-            try FileManager.default.createDirectory(at: daemonDirectory, withIntermediateDirectories: true)
-            let once = try await ChildProcess.run(
-                BuiltProducts.path("quaked"),
-                [
-                    "--once", "--state-dir", daemonDirectory.appendingPathComponent("state").path, "--socket",
-                    daemonDirectory.appendingPathComponent("once.sock").path, "--feed", feed.absoluteString,
-                ],
-                timeout: .seconds(90))
-            #expect(once.status == 0, "\(once.stderr)")
-            try FileManager.default.removeItem(at: feed)
+    @Suite struct ExportTests {
+        /// 100,000 quakes export in constant memory, and the GeoJSON imports back unchanged.
+        @Test(.timeLimit(.minutes(2))) func largeExportStaysSmallAndRoundTrips() async throws {
+            try await withTemporaryDirectory { dir in
+                let feed = dir.appendingPathComponent("big.geojson")
+                let generated = try await ChildProcess.run(
+                    "/usr/bin/python3",
+                    [
+                        Fixtures.packageRoot.appendingPathComponent("scripts/gen-feed.py").path, "--features", "100000",
+                        feed.path,
+                    ],
+                    timeout: .seconds(90))
+                #expect(generated.status == 0, "\(generated.stderr)")
+                let daemonDirectory = dir.appendingPathComponent("daemon")
+                try FileManager.default.createDirectory(at: daemonDirectory, withIntermediateDirectories: true)
+                let once = try await ChildProcess.run(
+                    BuiltProducts.path("quaked"),
+                    [
+                        "--once", "--state-dir", daemonDirectory.appendingPathComponent("state").path, "--socket",
+                        daemonDirectory.appendingPathComponent("once.sock").path, "--feed", feed.absoluteString,
+                    ],
+                    timeout: .seconds(90))
+                #expect(once.status == 0, "\(once.stderr)")
+                try FileManager.default.removeItem(at: feed)
 
-            let daemon = try await Quaked(in: daemonDirectory, feeds: [TestFeeds.day])
-            let count = try daemon.withStore { try $0.count() }
-            #expect(count == 100_146)
-            let export = dir.appendingPathComponent("export.geojson")
-            let measured = try await ChildProcess.run(
-                "/usr/bin/time",
-                [
-                    "-f", "maxrss=%M", BuiltProducts.path("quakectl"), "export", "--format", "geojson", "-o",
-                    export.path,
-                    "--socket", daemon.socketPath,
-                ],
-                timeout: .seconds(90))
-            try await daemon.stop()
-            #expect(measured.status == 0, "\(measured.stderr)")
-            let rss = measured.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
-                .flatMap { Int($0.dropFirst("maxrss=".count)) }
-            let kilobytes = try #require(rss)
-            #expect(kilobytes < 64 * 1024, "peak RSS \(kilobytes) KB")
-            #expect(measured.stderr.contains("Exported 100,146 earthquakes"))
+                let daemon = try await Quaked(in: daemonDirectory, feeds: [TestFeeds.day])
+                let count = try daemon.withStore { try $0.count() }
+                #expect(count == 100_146)
+                let export = dir.appendingPathComponent("export.geojson")
+                let measured = try await ChildProcess.run(
+                    "/usr/bin/time",
+                    [
+                        "-f", "maxrss=%M", BuiltProducts.path("quakectl"), "export", "--format", "geojson", "-o",
+                        export.path,
+                        "--socket", daemon.socketPath,
+                    ],
+                    timeout: .seconds(90))
+                try await daemon.stop()
+                #expect(measured.status == 0, "\(measured.stderr)")
+                let rss = measured.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
+                    .flatMap { Int($0.dropFirst("maxrss=".count)) }
+                let kilobytes = try #require(rss)
+                #expect(kilobytes < 64 * 1024, "peak RSS \(kilobytes) KB")
+                #expect(measured.stderr.contains("Exported 100,146 earthquakes"))
 
-            // Re-importing the export into the same store changes nothing.
-            let reimport = try await ChildProcess.run(
-                BuiltProducts.path("quaked"),
-                [
-                    "--once", "--json", "--state-dir", daemon.stateDirectory.path, "--socket",
-                    daemonDirectory.appendingPathComponent("once.sock").path, "--feed", export.absoluteString,
-                ],
-                timeout: .seconds(90))
-            #expect(reimport.status == 0, "\(reimport.stderr)")
-            let report = try #require(
-                try JSONSerialization.jsonObject(with: Data(reimport.stdout.utf8)) as? [String: Any])
-            #expect(report["features"] as? Int == 100_146)
-            #expect(report["unchanged"] as? Int == 100_146)
-            #expect(report["inserted"] as? Int == 0)
-            #expect(report["updated"] as? Int == 0)
-            #expect((report["skipped"] as? [String: Any])?.isEmpty == true)
-        }
-    }
-
-    @Test func csvAndNDJSONCarryEveryQuake() async throws {
-        try await withQuaked { daemon in
-            let stored = try daemon.withStore { try $0.allQuakes() }
-            let ndjson = try await quakectl(["export", "--format", "ndjson", "--socket", daemon.socketPath])
-            #expect(ndjson.status == 0)
-            let decoded = try ndjson.stdout.split(separator: "\n").map {
-                try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data($0.utf8))
+                // Re-importing the export into the same store changes nothing.
+                let reimport = try await ChildProcess.run(
+                    BuiltProducts.path("quaked"),
+                    [
+                        "--once", "--json", "--state-dir", daemon.stateDirectory.path, "--socket",
+                        daemonDirectory.appendingPathComponent("once.sock").path, "--feed", export.absoluteString,
+                    ],
+                    timeout: .seconds(90))
+                #expect(reimport.status == 0, "\(reimport.stderr)")
+                let report = try #require(
+                    try JSONSerialization.jsonObject(with: Data(reimport.stdout.utf8)) as? [String: Any])
+                #expect(report["features"] as? Int == 100_146)
+                #expect(report["unchanged"] as? Int == 100_146)
+                #expect(report["inserted"] as? Int == 0)
+                #expect(report["updated"] as? Int == 0)
+                #expect((report["skipped"] as? [String: Any])?.isEmpty == true)
             }
-            #expect(byID(decoded) == byID(stored))
+        }
 
-            let csv = try await quakectl(["export", "--format", "csv", "--socket", daemon.socketPath])
-            #expect(csv.status == 0)
-            let records = csv.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-            #expect(records.first == QuakeFields.names.joined(separator: ","))
-            #expect(records.count == stored.count + 1)  // no field of these fixtures holds a line break
+        @Test func csvAndNDJSONCarryEveryQuake() async throws {
+            try await withQuaked { daemon in
+                let stored = try daemon.withStore { try $0.allQuakes() }
+                let ndjson = try await quakectl(["export", "--format", "ndjson", "--socket", daemon.socketPath])
+                #expect(ndjson.status == 0)
+                let decoded = try ndjson.stdout.split(separator: "\n").map {
+                    try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data($0.utf8))
+                }
+                #expect(byID(decoded) == byID(stored))
 
-            // -o writes the file only when complete; a failure leaves nothing behind.
-            let missing = daemon.directory.appendingPathComponent("no/such/dir/out.csv").path
-            let failed = try await quakectl(["export", "--format", "csv", "-o", missing, "--socket", daemon.socketPath])
-            #expect(failed.status == 1)
-            #expect(failed.stderr.contains("cannot write"))
+                let csv = try await quakectl(["export", "--format", "csv", "--socket", daemon.socketPath])
+                #expect(csv.status == 0)
+                let records = csv.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+                #expect(records.first == QuakeFields.names.joined(separator: ","))
+                #expect(records.count == stored.count + 1)  // no field of these fixtures holds a line break
+
+                // -o writes the file only when complete; a failure leaves nothing behind.
+                let missing = daemon.directory.appendingPathComponent("no/such/dir/out.csv").path
+                let failed = try await quakectl([
+                    "export", "--format", "csv", "-o", missing, "--socket", daemon.socketPath,
+                ])
+                #expect(failed.status == 1)
+                #expect(failed.stderr.contains("cannot write"))
+            }
         }
     }
-}
 }

@@ -30,43 +30,57 @@ struct FeatureDecodingTests {
         #expect(try reason(element) == .notAnObject)
     }
 
-    @Test("missing or unusable id", arguments: [
-        feature(id: "null"), feature(id: #""""#), feature(id: "5"), feature(id: "[]"),
-        #"{"type":"Feature","properties":{"time":1}}"#,
-    ])
+    @Test(
+        "missing or unusable id",
+        arguments: [
+            feature(id: "null"), feature(id: #""""#), feature(id: "5"), feature(id: "[]"),
+            #"{"type":"Feature","properties":{"time":1}}"#,
+        ])
     func missingID(element: String) throws {
         #expect(try reason(element) == .missingID)
     }
 
-    @Test("missing or non-integer time", arguments: [
-        feature(properties: #""mag":1"#), feature(properties: #""time":null"#), feature(properties: #""time":"1700000000000""#),
-        feature(properties: #""time":1.5"#), feature(properties: #""time":1.7e12"#), feature(properties: #""time":9223372036854775808"#),
-        #"{"type":"Feature","id":"ci1","properties":null}"#, #"{"type":"Feature","id":"ci1"}"#,
-        #"{"type":"Feature","id":"ci1","properties":[1]}"#,
-    ])
+    @Test(
+        "missing or non-integer time",
+        arguments: [
+            feature(properties: #""mag":1"#), feature(properties: #""time":null"#),
+            feature(properties: #""time":"1700000000000""#),
+            feature(properties: #""time":1.5"#), feature(properties: #""time":1.7e12"#),
+            feature(properties: #""time":9223372036854775808"#),
+            #"{"type":"Feature","id":"ci1","properties":null}"#, #"{"type":"Feature","id":"ci1"}"#,
+            #"{"type":"Feature","id":"ci1","properties":[1]}"#,
+        ])
     func missingTime(element: String) throws {
         #expect(try reason(element) == .missingTime)
     }
 
-    @Test("wrongly typed fields", arguments: [
-        feature(properties: #""time":1,"mag":"4.5""#), feature(properties: #""time":1,"felt":2.5"#),
-        feature(properties: #""time":1,"tsunami":"0""#), feature(properties: #""time":1,"place":5"#),
-        feature(properties: #""time":1,"sig":true"#), feature(properties: #""time":1,"nst":1e30"#),
-        feature(geometry: #"{"type":"Point","coordinates":[1]}"#), feature(geometry: #"{"type":"Point","coordinates":[1,2,3,4]}"#),
-        feature(geometry: #"{"type":"Point","coordinates":["1",2]}"#), feature(geometry: #"{"type":"Point"}"#),
-        feature(geometry: #""POINT(1 2)""#), feature(geometry: #"{"coordinates":{"lon":1}}"#),
-        #"{"type":"Point","properties":{"time":1},"id":"ci1"}"#,
-    ])
+    @Test(
+        "wrongly typed fields",
+        arguments: [
+            feature(properties: #""time":1,"mag":"4.5""#), feature(properties: #""time":1,"felt":2.5"#),
+            feature(properties: #""time":1,"tsunami":"0""#), feature(properties: #""time":1,"place":5"#),
+            feature(properties: #""time":1,"sig":true"#), feature(properties: #""time":1,"nst":1e30"#),
+            feature(geometry: #"{"type":"Point","coordinates":[1]}"#),
+            feature(geometry: #"{"type":"Point","coordinates":[1,2,3,4]}"#),
+            feature(geometry: #"{"type":"Point","coordinates":["1",2]}"#), feature(geometry: #"{"type":"Point"}"#),
+            feature(geometry: #""POINT(1 2)""#), feature(geometry: #"{"coordinates":{"lon":1}}"#),
+            #"{"type":"Point","properties":{"time":1},"id":"ci1"}"#,
+        ])
     func invalidField(element: String) throws {
         #expect(try reason(element) == .invalidField)
     }
 
     @Test("skip detail names the field and the problem")
     func skipDetail() throws {
-        #expect(try item(feature(properties: #""time":1,"mag":"4.5""#))
-            == .skipped(.invalidField, index: 0, detail: "properties.mag: expected a number or null, found a string"))
-        #expect(try item(feature(properties: #""time":1,"felt":2.5"#))
-            == .skipped(.invalidField, index: 0, detail: "properties.felt: expected an integer or null, found a number with a fraction"))
+        #expect(
+            try item(feature(properties: #""time":1,"mag":"4.5""#))
+                == .skipped(
+                    .invalidField, index: 0, detail: "properties.mag: expected a number or null, found a string"))
+        #expect(
+            try item(feature(properties: #""time":1,"felt":2.5"#))
+                == .skipped(
+                    .invalidField, index: 0,
+                    detail: "properties.felt: expected an integer or null, found a number with a fraction"))
     }
 
     @Test("priority: missing id, then missing time, then invalid field")
@@ -83,12 +97,19 @@ struct FeatureDecodingTests {
         #expect(result.items.count == 3)
         if case .skipped(.missingID, 0, _) = result.items[0] {} else { Issue.record("\(result.items[0])") }
         if case .skipped(.notAnObject, 1, _) = result.items[1] {} else { Issue.record("\(result.items[1])") }
-        if case .feature(let f, 2) = result.items[2] { #expect(f.id == "b") } else { Issue.record("\(result.items[2])") }
+        if case .feature(let f, 2) = result.items[2] {
+            #expect(f.id == "b")
+        } else {
+            Issue.record("\(result.items[2])")
+        }
     }
 
     @Test("integer fields accept integral numbers only")
     func integers() throws {
-        let f = try decoded(feature(properties: #""time":-5,"felt":12.0,"sig":1e2,"nst":-0.0,"tz":-600,"updated":9223372036854775807,"tsunami":0"#))
+        let f = try decoded(
+            feature(
+                properties:
+                    #""time":-5,"felt":12.0,"sig":1e2,"nst":-0.0,"tz":-600,"updated":9223372036854775807,"tsunami":0"#))
         #expect(f.time == -5)
         #expect(f.felt == 12)
         #expect(f.sig == 100)
@@ -101,11 +122,15 @@ struct FeatureDecodingTests {
         #expect(try decoded(feature(properties: #""time":-9223372036854775808"#)).time == Int64.min)
     }
 
-    @Test("doubles are exact", arguments: [
-        "0.1", "-0.0", "1.86", "-155.487838745117", "0.140000001", "1.7976931348623157e308", "5e-324", "2.2250738585072014E-308",
-        "123456789012345678901234567890", "0.30000000000000004", "9007199254740993", "1e23", "8.41e21", "1E+2", "4.9406564584124654e-324",
-        "0.000000000000000000000000000000000000001234567890123456789",
-    ])
+    @Test(
+        "doubles are exact",
+        arguments: [
+            "0.1", "-0.0", "1.86", "-155.487838745117", "0.140000001", "1.7976931348623157e308", "5e-324",
+            "2.2250738585072014E-308",
+            "123456789012345678901234567890", "0.30000000000000004", "9007199254740993", "1e23", "8.41e21", "1E+2",
+            "4.9406564584124654e-324",
+            "0.000000000000000000000000000000000000001234567890123456789",
+        ])
     func doubles(text: String) throws {
         let f = try decoded(feature(properties: #""time":1,"mag":"# + text))
         let expected = try #require(Double(text))
@@ -115,10 +140,12 @@ struct FeatureDecodingTests {
 
     @Test("strings: escapes, non-ASCII, escaped keys, nulls, unknown and nested properties")
     func strings() throws {
-        let f = try decoded(feature(
-            properties: #""time":1,"pl\u0061ce":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00 Pāhala","status":"REVIEWED","#
-                + #""alert":null,"extra":{"deep":[1,{"x":null}]},"net":"","title":"\u0000""#,
-            geometry: "null"))
+        let f = try decoded(
+            feature(
+                properties:
+                    #""time":1,"pl\u0061ce":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00 Pāhala","status":"REVIEWED","#
+                    + #""alert":null,"extra":{"deep":[1,{"x":null}]},"net":"","title":"\u0000""#,
+                geometry: "null"))
         #expect(f.place == "a\"b\\c/d\u{8}\u{c}\n\r\té😀 Pāhala")
         #expect(f.status == "reviewed")
         #expect(f.alert == nil)

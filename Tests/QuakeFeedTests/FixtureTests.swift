@@ -76,28 +76,32 @@ struct FixtureTests {
         #expect(names == Set(Self.expectedCounts.keys))
     }
 
-    @Test("every fixture parses, with Python's feature count and every feature imported",
-          arguments: expectedCounts.keys.sorted())
+    @Test(
+        "every fixture parses, with Python's feature count and every feature imported",
+        arguments: expectedCounts.keys.sorted())
     func parsesFixture(name: String) throws {
         let result = parse(try Self.bytes(name), chunkSize: 65536)
         #expect(result.error == nil)
         #expect(result.items.count == Self.expectedCounts[name])
         #expect(result.features.count == result.items.count, "real feeds have no skipped features")
-        #expect(result.items.enumerated().allSatisfy { offset, item in
-            switch item {
-            case .feature(_, let index), .skipped(_, let index, _): index == offset
-            }
-        })
+        #expect(
+            result.items.enumerated().allSatisfy { offset, item in
+                switch item {
+                case .feature(_, let index), .skipped(_, let index, _): index == offset
+                }
+            })
         #expect(Self.doubleChecksum(result.features) == Self.expectedDoubleChecksums[name], "doubles are not exact")
         #expect(result.metadata.count == Self.expectedCounts[name])
         #expect(result.metadata.status == 200)
     }
 
-    @Test("any chunking gives identical items", arguments: [
-        "lhayesgolding__EarthquakeData__x.geojson",
-        "NaseemaO__Leaflet-Earthquakes-dashboard__significant_month.geojson",
-        "rodu__quakemap__all_day.geojson",
-    ])
+    @Test(
+        "any chunking gives identical items",
+        arguments: [
+            "lhayesgolding__EarthquakeData__x.geojson",
+            "NaseemaO__Leaflet-Earthquakes-dashboard__significant_month.geojson",
+            "rodu__quakemap__all_day.geojson",
+        ])
     func chunkingInvariance(name: String) throws {
         let bytes = try Self.bytes(name)
         let whole = parse(bytes)
@@ -111,9 +115,12 @@ struct FixtureTests {
 
     // Doubles are left out: Foundation's JSONSerialization on Linux is off by an ulp for some
     // 17-digit numbers (e.g. -121.96433333333333); the checksum test above covers them exactly.
-    @Test("every string and integer field matches Foundation's JSONSerialization",
-          arguments: ["RealDreammaker__Live-Earthquake-Checker__all_week.geojson", "heltond__earthquakes__query.geojson",
-                      "abruzzi__earthquake-viz__all_week.geojson"])
+    @Test(
+        "every string and integer field matches Foundation's JSONSerialization",
+        arguments: [
+            "RealDreammaker__Live-Earthquake-Checker__all_week.geojson", "heltond__earthquakes__query.geojson",
+            "abruzzi__earthquake-viz__all_week.geojson",
+        ])
     func matchesIndependentDecoder(name: String) throws {
         let bytes = try Self.bytes(name)
         let root = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
@@ -127,13 +134,17 @@ struct FixtureTests {
             let coordinates = (ref["geometry"] as? [String: Any])?["coordinates"] as? [NSNumber]
             #expect(f.id == ref["id"] as? String)
             #expect(f.time == int("time"))
-            #expect(f.updated == int("updated") && f.tz == int("tz") && f.felt == int("felt")
+            #expect(
+                f.updated == int("updated") && f.tz == int("tz") && f.felt == int("felt")
                     && f.tsunami == int("tsunami") && f.sig == int("sig") && f.nst == int("nst"), "\(f.id)")
-            #expect(f.place == str("place") && f.url == str("url") && f.detail == str("detail") && f.alert == str("alert")
+            #expect(
+                f.place == str("place") && f.url == str("url") && f.detail == str("detail") && f.alert == str("alert")
                     && f.status == str("status")?.lowercased() && f.net == str("net") && f.code == str("code")
                     && f.ids == str("ids") && f.sources == str("sources") && f.types == str("types")
                     && f.magType == str("magType") && f.type == str("type") && f.title == str("title"), "\(f.id)")
-            #expect((f.lon != nil) == (coordinates != nil) && (f.depth != nil) == ((coordinates?.count ?? 0) > 2), "\(f.id)")
+            #expect(
+                (f.lon != nil) == (coordinates != nil) && (f.depth != nil) == ((coordinates?.count ?? 0) > 2), "\(f.id)"
+            )
         }
     }
 

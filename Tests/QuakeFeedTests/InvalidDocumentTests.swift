@@ -34,10 +34,14 @@ private let f0 = feature()
 struct InvalidDocumentTests {
     static let cases: [BadDocument] = [
         BadDocument("trailing comma in features", head + f0 + ",@]}", .invalidJSON, feature: 1),
-        BadDocument("trailing comma in an object", head + #"{"id":"a","properties":{"time":1,@}}]}"#, .invalidJSON, feature: 0),
-        BadDocument("trailing comma in an array", head + f0 + #",{"id":"a","properties":{"time":1,"x":[1,@]}}]}"#, .invalidJSON, feature: 1),
+        BadDocument(
+            "trailing comma in an object", head + #"{"id":"a","properties":{"time":1,@}}]}"#, .invalidJSON, feature: 0),
+        BadDocument(
+            "trailing comma in an array", head + f0 + #",{"id":"a","properties":{"time":1,"x":[1,@]}}]}"#, .invalidJSON,
+            feature: 1),
         BadDocument("trailing comma at the top level", #"{"type":"FeatureCollection","features":[],@}"#, .invalidJSON),
-        BadDocument("leading zero", head + #"{"id":"a","properties":{"time":1,"mag":@01}}]}"#, .invalidJSON, feature: 0),
+        BadDocument(
+            "leading zero", head + #"{"id":"a","properties":{"time":1,"mag":@01}}]}"#, .invalidJSON, feature: 0),
         BadDocument("plus sign", head + #"{"id":"a","properties":{"time":@+1}}]}"#, .invalidJSON, feature: 0),
         BadDocument("leading dot", head + #"{"id":"a","properties":{"time":@.5}}]}"#, .invalidJSON, feature: 0),
         BadDocument("trailing dot", head + #"{"id":"a","properties":{"mag":1.@}}]}"#, .invalidJSON, feature: 0),
@@ -52,20 +56,33 @@ struct InvalidDocumentTests {
         BadDocument("tab in a string", head + #"{"id":"a@"}]}"#, [0x09], .invalidJSON, feature: 0),
         BadDocument("bad escape", head + #"{"id":"a@x"}]}"#, Array(#"\"#.utf8), .invalidJSON, feature: 0),
         BadDocument("short \\u escape", head + #"{"id":"@12"}]}"#, Array(#"\u"#.utf8), .invalidJSON, feature: 0),
-        BadDocument("lone high surrogate escape", head + #"{"id":"a@b"}]}"#, Array(#"\uD83D"#.utf8), .invalidJSON, feature: 0),
-        BadDocument("high surrogate with a non-surrogate", head + #"{"id":"@\u0041"}]}"#, Array(#"\uD83D"#.utf8), .invalidJSON, feature: 0),
-        BadDocument("lone low surrogate escape", head + #"{"id":"@"}]}"#, Array(#"\uDE00"#.utf8), .invalidJSON, feature: 0),
+        BadDocument(
+            "lone high surrogate escape", head + #"{"id":"a@b"}]}"#, Array(#"\uD83D"#.utf8), .invalidJSON, feature: 0),
+        BadDocument(
+            "high surrogate with a non-surrogate", head + #"{"id":"@\u0041"}]}"#, Array(#"\uD83D"#.utf8), .invalidJSON,
+            feature: 0),
+        BadDocument(
+            "lone low surrogate escape", head + #"{"id":"@"}]}"#, Array(#"\uDE00"#.utf8), .invalidJSON, feature: 0),
         BadDocument("overlong UTF-8 (C0 AF)", head + #"{"id":"@"}]}"#, [0xC0, 0xAF], .invalidUTF8, feature: 0),
-        BadDocument("overlong UTF-8 (E0 80 AF)", head + #"{"id":"@"}]}"#, [0xE0, 0x80, 0xAF], .invalidUTF8, feature: 0),
-        BadDocument("UTF-8 encoded surrogate (ED A0 80)", head + #"{"id":"@"}]}"#, [0xED, 0xA0, 0x80], .invalidUTF8, feature: 0),
-        BadDocument("code point above U+10FFFF", head + #"{"id":"@"}]}"#, [0xF4, 0x90, 0x80, 0x80], .invalidUTF8, feature: 0),
+        BadDocument(
+            "overlong UTF-8 (E0 80 AF)", head + #"{"id":"@"}]}"#, [0xE0, 0x80, 0xAF], .invalidUTF8, feature: 0),
+        BadDocument(
+            "UTF-8 encoded surrogate (ED A0 80)", head + #"{"id":"@"}]}"#, [0xED, 0xA0, 0x80], .invalidUTF8, feature: 0),
+        BadDocument(
+            "code point above U+10FFFF", head + #"{"id":"@"}]}"#, [0xF4, 0x90, 0x80, 0x80], .invalidUTF8, feature: 0),
         BadDocument("byte F5", head + #"{"id":"x@"}]}"#, [0xF5, 0x80, 0x80, 0x80], .invalidUTF8, feature: 0),
-        BadDocument("stray continuation byte in a string", head + #"{"id":"ab@c"}]}"#, [0x80], .invalidUTF8, feature: 0),
+        BadDocument(
+            "stray continuation byte in a string", head + #"{"id":"ab@c"}]}"#, [0x80], .invalidUTF8, feature: 0),
         BadDocument("stray continuation byte outside strings", head + "@]}", [0x80], .invalidUTF8, feature: 0),
         BadDocument("truncated UTF-8 sequence", head + #"{"id":"@"}]}"#, [0xC3], .invalidUTF8, feature: 0),
-        BadDocument("truncated UTF-8 sequence before ASCII", head + #"{"id":"@abcdefgh"}]}"#, [0xE2, 0x82], .invalidUTF8, feature: 0),
-        BadDocument("invalid UTF-8 in a top-level key", #"{"type":"FeatureCollection","fea@tures":[]}"#, [0xFF], .invalidUTF8),
-        BadDocument("invalid UTF-8 in a property key", head + #"{"id":"a","properties":{"ti@me":1}}]}"#, [0xED, 0xBF, 0xBF], .invalidUTF8, feature: 0),
+        BadDocument(
+            "truncated UTF-8 sequence before ASCII", head + #"{"id":"@abcdefgh"}]}"#, [0xE2, 0x82], .invalidUTF8,
+            feature: 0),
+        BadDocument(
+            "invalid UTF-8 in a top-level key", #"{"type":"FeatureCollection","fea@tures":[]}"#, [0xFF], .invalidUTF8),
+        BadDocument(
+            "invalid UTF-8 in a property key", head + #"{"id":"a","properties":{"ti@me":1}}]}"#, [0xED, 0xBF, 0xBF],
+            .invalidUTF8, feature: 0),
         BadDocument("byte order mark", "@{}", [0xEF, 0xBB, 0xBF], .invalidJSON),
         BadDocument("trailing garbage", #"{"type":"FeatureCollection","features":[]} @x"#, .invalidJSON),
         BadDocument("second root", #"{"type":"FeatureCollection","features":[]}@{}"#, .invalidJSON),
@@ -85,7 +102,8 @@ struct InvalidDocumentTests {
         BadDocument("empty document", "@", .truncated),
         BadDocument("whitespace only", " \n@", .truncated),
         BadDocument("unclosed root", head + f0 + "]@", .truncated),
-        BadDocument("unclosed feature", head + f0 + #","# + #"{"id":"a","properties":{"time":1}@"#, .truncated, feature: 1),
+        BadDocument(
+            "unclosed feature", head + f0 + #","# + #"{"id":"a","properties":{"time":1}@"#, .truncated, feature: 1),
     ]
 
     @Test("rejected with the right kind and byte offset, for any chunking", arguments: cases)
@@ -93,27 +111,39 @@ struct InvalidDocumentTests {
         for chunkSize in [nil, 1, 2, 5, 64] {
             let result = parse(bad.bytes, chunkSize: chunkSize)
             let error = result.error
-            #expect(error?.kind == bad.kind, "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
-            #expect(error?.byteOffset == bad.offset, "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
-            #expect(error?.featureIndex == bad.featureIndex, "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
+            #expect(
+                error?.kind == bad.kind, "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
+            #expect(
+                error?.byteOffset == bad.offset,
+                "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
+            #expect(
+                error?.featureIndex == bad.featureIndex,
+                "chunk size \(String(describing: chunkSize)): \(String(describing: error))")
         }
     }
 
     @Test("errors read well")
     func description() {
         let result = parse(head + f0 + ",}]}")
-        #expect(result.error?.description
-            == "invalid JSON at byte \(head.utf8.count + f0.utf8.count + 1) (feature 1): expected a value, found '}'")
+        #expect(
+            result.error?.description
+                == "invalid JSON at byte \(head.utf8.count + f0.utf8.count + 1) (feature 1): expected a value, found '}'"
+        )
         let nested = parse(head + #"{"id":"a","x":[1}]}"#)
         let offset = (head + #"{"id":"a","x":[1"#).utf8.count
-        #expect(nested.error?.description
-            == "invalid JSON at byte \(offset) (feature 0): expected ',' or ']' after an array element, found '}'")
-        #expect(FeedError.Kind.invalidUTF8.rawValue == "invalid-utf8" && FeedError.Kind.wrongType.rawValue == "wrong-type")
+        #expect(
+            nested.error?.description
+                == "invalid JSON at byte \(offset) (feature 0): expected ',' or ']' after an array element, found '}'")
+        #expect(
+            FeedError.Kind.invalidUTF8.rawValue == "invalid-utf8" && FeedError.Kind.wrongType.rawValue == "wrong-type")
     }
 
     @Test("every strict prefix of a valid document is truncated; the whole document parses")
     func prefixes() {
-        let text = head + f0 + "," + feature(id: #""\u0063i2""#, properties: #""time":1,"place":"Pāhala \ud83d\ude00","mag":-1.5e-1,"tsunami":true"#)
+        let text =
+            head + f0 + ","
+            + feature(
+                id: #""\u0063i2""#, properties: #""time":1,"place":"Pāhala \ud83d\ude00","mag":-1.5e-1,"tsunami":true"#)
             + #"],"bbox":[-1.5,2,null,true,false]}"#
         let bytes = Array(text.utf8)
         let whole = parse(bytes)
@@ -133,7 +163,8 @@ struct InvalidDocumentTests {
     func depth() {
         // Root 1, features 2, feature 3, properties 4: n arrays inside properties reach depth 4 + n.
         func nested(_ n: Int) -> String {
-            head + #"{"id":"a","properties":{"time":1,"x":"# + String(repeating: "[", count: n) + String(repeating: "]", count: n) + "}}]}"
+            head + #"{"id":"a","properties":{"time":1,"x":"# + String(repeating: "[", count: n)
+                + String(repeating: "]", count: n) + "}}]}"
         }
         #expect(parse(nested(60)).error == nil)
         let tooDeep = parse(nested(61))
@@ -143,7 +174,9 @@ struct InvalidDocumentTests {
         var limits = FeedParser.Limits()
         limits.maxDepth = 3
         #expect(parse(head + f0 + "]}", limits: limits).error?.kind == .tooLarge)
-        #expect(parse(#"{"type":"FeatureCollection","features":[],"bbox":[[[1]]]}"#, limits: limits).error?.kind == .tooLarge)
+        #expect(
+            parse(#"{"type":"FeatureCollection","features":[],"bbox":[[[1]]]}"#, limits: limits).error?.kind
+                == .tooLarge)
         #expect(parse(#"{"type":"FeatureCollection","features":[],"bbox":[[1]]}"#, limits: limits).error == nil)
     }
 
@@ -182,7 +215,8 @@ struct InvalidDocumentTests {
     @Test("an error thrown by body propagates and parsing can resume")
     func bodyError() throws {
         struct Stop: Error {}
-        let text = head + [feature(id: #""a""#), feature(id: #""b""#), feature(id: #""c""#)].joined(separator: ",") + "]}"
+        let text =
+            head + [feature(id: #""a""#), feature(id: #""b""#), feature(id: #""c""#)].joined(separator: ",") + "]}"
         var parser = FeedParser()
         var ids: [String] = []
         let record: (FeedItem) throws -> Void = { item in

@@ -44,7 +44,9 @@ func document(features: String) -> String {
 }
 
 /// A feature with the given properties (JSON object members) and geometry (JSON value).
-func feature(id: String = #""ci1""#, properties: String = #""time":1700000000000"#,
-             geometry: String = #"{"type":"Point","coordinates":[-117.5,35.25,8.1]}"#) -> String {
+func feature(
+    id: String = #""ci1""#, properties: String = #""time":1700000000000"#,
+    geometry: String = #"{"type":"Point","coordinates":[-117.5,35.25,8.1]}"#
+) -> String {
     #"{"type":"Feature","properties":{"# + properties + #"},"geometry":"# + geometry + #","id":"# + id + "}"
 }

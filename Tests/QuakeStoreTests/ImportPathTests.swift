@@ -15,7 +15,8 @@ struct ImportPathTests {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
             _ = try await importJSON(
-                feedJSON([featureJSON(id: "us1"), featureJSON(id: "us3"), featureJSON(id: "us5", mag: "3.0")]), into: store)
+                feedJSON([featureJSON(id: "us1"), featureJSON(id: "us3"), featureJSON(id: "us5", mag: "3.0")]),
+                into: store)
             let report = try await importJSON(
                 feedJSON([
                     featureJSON(id: "us1"),  // stored, identical

@@ -103,7 +103,9 @@ struct ImportTests {
             #expect(statuses == ["automatic", "reviewed"])
 
             let report = try await importJSON(
-                feedJSON([featureJSON(id: "us1", mag: "null", place: "null"), featureJSON(id: "us2", status: "REVIEWED")]),
+                feedJSON([
+                    featureJSON(id: "us1", mag: "null", place: "null"), featureJSON(id: "us2", status: "REVIEWED"),
+                ]),
                 into: store)
             #expect(report.inserted == 2)
             let unknown = try #require(try store.quake(id: "us1"))
@@ -146,7 +148,8 @@ struct ImportTests {
             #expect(stale.token == nil)
             #expect(try StoreSnapshot(store) == before)
 
-            let sameTime = try await importJSON(feedJSON([featureJSON(id: "ci1", updated: 200, mag: "4.2")]), into: store)
+            let sameTime = try await importJSON(
+                feedJSON([featureJSON(id: "ci1", updated: 200, mag: "4.2")]), into: store)
             #expect(sameTime.updated == 1)
             #expect(try store.quake(id: "ci1")?.mag == 4.2)
         }
@@ -245,7 +248,9 @@ struct ImportTests {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
             let report = try await importJSON(
-                feedJSON([featureJSON(id: "us1", updated: 100, mag: "4.0"), featureJSON(id: "us1", updated: 200, mag: "4.5")]),
+                feedJSON([
+                    featureJSON(id: "us1", updated: 100, mag: "4.0"), featureJSON(id: "us1", updated: 200, mag: "4.5"),
+                ]),
                 into: store)
             #expect(report.inserted == 1 && report.updated == 1)
             let transaction = try #require(try store.history(after: 0).transactions.first)

@@ -5,7 +5,8 @@ import QuakeTestSupport
 @testable import QuakeStore
 
 /// Imports an in-memory document (a JSON string) as one feed.
-func importJSON(_ json: String, into store: QuakeStore, source: String = "test://inline", now: Date = Date()) async throws
+func importJSON(_ json: String, into store: QuakeStore, source: String = "test://inline", now: Date = Date())
+    async throws
     -> ImportReport
 {
     let bytes = Array(json.utf8)

@@ -30,11 +30,15 @@ struct ConfigurationTests {
             #expect(configuration.maxFeedSize == 64 << 20)
             #expect(configuration.socketPath == "/tmp/quaked-\(getuid())/quaked.sock")
 
-            loader.flags = [(.interval, "90s", "--interval"), (.feed, "all_day", "--feed"), (.feed, "all_hour", "--feed")]
+            loader.flags = [
+                (.interval, "90s", "--interval"), (.feed, "all_day", "--feed"), (.feed, "all_hour", "--feed"),
+            ]
             configuration = try loader.load()
             #expect(configuration.interval == .seconds(90))
             #expect(configuration.feeds.map(\.name) == ["all_day", "all_hour"])
-            #expect(configuration.feeds[0].url.absoluteString == "https://earthquake.usgs.gov/earthquakes/feed/v1.0/summary/all_day.geojson")
+            #expect(
+                configuration.feeds[0].url.absoluteString
+                    == "https://earthquake.usgs.gov/earthquakes/feed/v1.0/summary/all_day.geojson")
         }
     }
 
@@ -44,10 +48,19 @@ struct ConfigurationTests {
         #expect(configuration.feeds.map(\.name) == ["all_month"])
         #expect(configuration.interval == .seconds(60))
         #expect(configuration.stateDirectory == "/home/ann/.local/state/quaked")
-        #expect(DefaultPaths(environment: ["XDG_STATE_HOME": "/x", "XDG_RUNTIME_DIR": "/run/user/7"], isRoot: false, home: "/h").socketPath == "/run/user/7/quaked/quaked.sock")
-        #expect(DefaultPaths(environment: ["XDG_STATE_HOME": "/x"], isRoot: false, home: "/h").stateDirectory == "/x/quaked")
-        #expect(DefaultPaths(environment: ["XDG_STATE_HOME": "relative"], isRoot: false, home: "/h").stateDirectory == "/h/.local/state/quaked")
-        let service = DefaultPaths(environment: ["STATE_DIRECTORY": "/var/lib/quaked", "RUNTIME_DIRECTORY": "/run/quaked"], isRoot: false, home: "/h")
+        #expect(
+            DefaultPaths(
+                environment: ["XDG_STATE_HOME": "/x", "XDG_RUNTIME_DIR": "/run/user/7"], isRoot: false, home: "/h"
+            ).socketPath == "/run/user/7/quaked/quaked.sock")
+        #expect(
+            DefaultPaths(environment: ["XDG_STATE_HOME": "/x"], isRoot: false, home: "/h").stateDirectory == "/x/quaked"
+        )
+        #expect(
+            DefaultPaths(environment: ["XDG_STATE_HOME": "relative"], isRoot: false, home: "/h").stateDirectory
+                == "/h/.local/state/quaked")
+        let service = DefaultPaths(
+            environment: ["STATE_DIRECTORY": "/var/lib/quaked", "RUNTIME_DIRECTORY": "/run/quaked"], isRoot: false,
+            home: "/h")
         #expect(service.stateDirectory == "/var/lib/quaked")
         #expect(service.socketPath == "/run/quaked/quaked.sock")
         let root = DefaultPaths(environment: [:], isRoot: true, home: "/root")
@@ -105,7 +118,8 @@ struct ConfigurationTests {
 
     @Test("quaked exits 78 (EX_CONFIG) on an invalid configuration, naming the key")
     func exitCode78() async throws {
-        let result = try await ChildProcess.run(BuiltProducts.path("quaked"), ["--interval", "banana", "--state-dir", "/nonexistent"])
+        let result = try await ChildProcess.run(
+            BuiltProducts.path("quaked"), ["--interval", "banana", "--state-dir", "/nonexistent"])
         #expect(result.status == 78)
         #expect(result.stderr.contains("interval (--interval)"))
         let environment = try await ChildProcess.run(

@@ -17,8 +17,10 @@ final class DaemonHarness: @unchecked Sendable {
         self.directory = directory
         process = try ChildProcess(
             BuiltProducts.path("quaked"),
-            ["--state-dir", directory.appendingPathComponent("state").path, "--socket",
-             directory.appendingPathComponent("q.sock").path, "--log-level", "debug"] + arguments,
+            [
+                "--state-dir", directory.appendingPathComponent("state").path, "--socket",
+                directory.appendingPathComponent("q.sock").path, "--log-level", "debug",
+            ] + arguments,
             environment: environment)
         if waitForSocket {
             let path = directory.appendingPathComponent("q.sock").path
@@ -37,12 +39,16 @@ final class DaemonHarness: @unchecked Sendable {
     /// One call on a fresh connection. The blocking socket read runs on a Dispatch thread, so
     /// in-process servers (the feed server) keep running while the daemon works on the call.
     func call(_ method: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
-        let request = String(decoding: try JSONSerialization.data(withJSONObject: ["method": method, "parameters": parameters]), as: UTF8.self)
+        let request = String(
+            decoding: try JSONSerialization.data(withJSONObject: ["method": method, "parameters": parameters]),
+            as: UTF8.self)
         let path = socketPath
         let text = try await onBlockingThread { () throws -> String in
             let client = try UnixSocketClient(path: path)
             try client.send(request)
-            guard let reply = try client.receive(timeout: .seconds(60)) else { throw HarnessError(stderr: "connection closed") }
+            guard let reply = try client.receive(timeout: .seconds(60)) else {
+                throw HarnessError(stderr: "connection closed")
+            }
             return reply
         }
         return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]

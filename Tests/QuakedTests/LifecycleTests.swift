@@ -4,77 +4,86 @@ import Testing
 
 /// systemd notifications, reload and shutdown of a real quaked process.
 extension EndToEnd {
-@Suite("quaked lifecycle")
-struct LifecycleTests {
-    static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
-    static let day = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
+    @Suite("quaked lifecycle")
+    struct LifecycleTests {
+        static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
+        static let day = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
 
-    @Test("NOTIFY_SOCKET receives READY, STATUS, WATCHDOG, RELOADING/READY and STOPPING in that order")
-    func notifications() async throws {
-        let receiver = try DatagramReceiver()
-        defer { receiver.close() }
-        try await withTemporaryDirectory { dir in
-            let daemon = try await DaemonHarness(
-                in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
-                environment: ["NOTIFY_SOCKET": receiver.path, "WATCHDOG_USEC": "400000"], waitForSocket: false)
-            var messages: [String] = []
-            func collect(until done: (String) -> Bool) throws {
-                while true {
-                    let message = try receiver.receive()
-                    messages.append(message)
-                    if done(message) { return }
+        @Test("NOTIFY_SOCKET receives READY, STATUS, WATCHDOG, RELOADING/READY and STOPPING in that order")
+        func notifications() async throws {
+            let receiver = try DatagramReceiver()
+            defer { receiver.close() }
+            try await withTemporaryDirectory { dir in
+                let daemon = try await DaemonHarness(
+                    in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
+                    environment: ["NOTIFY_SOCKET": receiver.path, "WATCHDOG_USEC": "400000"], waitForSocket: false)
+                var messages: [String] = []
+                func collect(until done: (String) -> Bool) throws {
+                    while true {
+                        let message = try receiver.receive()
+                        messages.append(message)
+                        if done(message) { return }
+                    }
                 }
+                try collect { _ in
+                    messages.contains("READY=1") && messages.contains("WATCHDOG=1")
+                        && messages.contains { $0.hasPrefix("STATUS=") && $0.contains("last pull") }
+                }
+                // READY comes only once the socket answers.
+                #expect(UnixSocketClient.canConnect(daemon.socketPath))
+                daemon.process.signal(SIGHUP)
+                try collect { _ in messages.last == "READY=1" && messages.contains { $0.hasPrefix("RELOADING=1") } }
+                daemon.process.signal(SIGTERM)
+                try collect { $0 == "STOPPING=1" }
+                #expect(try await daemon.process.wait() == 0)
+
+                let events = messages.filter { $0 != "WATCHDOG=1" }
+                let ready = try #require(events.firstIndex(of: "READY=1"))
+                let status = try #require(events.firstIndex { $0.hasPrefix("STATUS=") })
+                let reloading = try #require(events.firstIndex { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
+                let readyAgain = try #require(events.lastIndex(of: "READY=1"))
+                let stopping = try #require(events.firstIndex(of: "STOPPING=1"))
+                #expect(ready < status && status < reloading && reloading < readyAgain && readyAgain < stopping)
+                #expect(stopping == events.count - 1)
+                #expect(events.contains { $0.hasPrefix("STATUS=151 quakes · token 1") })
+                #expect(messages.filter { $0 == "WATCHDOG=1" }.count >= 1)
             }
-            try collect { _ in messages.contains("READY=1") && messages.contains("WATCHDOG=1") && messages.contains { $0.hasPrefix("STATUS=") && $0.contains("last pull") } }
-            // READY comes only once the socket answers.
-            #expect(UnixSocketClient.canConnect(daemon.socketPath))
-            daemon.process.signal(SIGHUP)
-            try collect { _ in messages.last == "READY=1" && messages.contains { $0.hasPrefix("RELOADING=1") } }
-            daemon.process.signal(SIGTERM)
-            try collect { $0 == "STOPPING=1" }
-            #expect(try await daemon.process.wait() == 0)
-
-            let events = messages.filter { $0 != "WATCHDOG=1" }
-            let ready = try #require(events.firstIndex(of: "READY=1"))
-            let status = try #require(events.firstIndex { $0.hasPrefix("STATUS=") })
-            let reloading = try #require(events.firstIndex { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
-            let readyAgain = try #require(events.lastIndex(of: "READY=1"))
-            let stopping = try #require(events.firstIndex(of: "STOPPING=1"))
-            #expect(ready < status && status < reloading && reloading < readyAgain && readyAgain < stopping)
-            #expect(stopping == events.count - 1)
-            #expect(events.contains { $0.hasPrefix("STATUS=151 quakes · token 1") })
-            #expect(messages.filter { $0 == "WATCHDOG=1" }.count >= 1)
         }
-    }
 
-    @Test("SIGHUP and Reload with a broken config keep the old one running; a good one applies")
-    func reloadRejectsBrokenConfiguration() async throws {
-        try await withTemporaryDirectory { dir in
-            let config = dir.appendingPathComponent("quaked.conf")
-            try "# test\nfeed = \(Self.small.absoluteString)\ninterval = 1h\n".write(to: config, atomically: true, encoding: .utf8)
-            let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
-            try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+        @Test("SIGHUP and Reload with a broken config keep the old one running; a good one applies")
+        func reloadRejectsBrokenConfiguration() async throws {
+            try await withTemporaryDirectory { dir in
+                let config = dir.appendingPathComponent("quaked.conf")
+                try "# test\nfeed = \(Self.small.absoluteString)\ninterval = 1h\n".write(
+                    to: config, atomically: true, encoding: .utf8)
+                let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 1 }
 
-            try "feed = \(Self.day.absoluteString)\ninterval = banana\n".write(to: config, atomically: true, encoding: .utf8)
-            let reply = try await daemon.call("io.quaked.Reload")
-            #expect(reply["error"] as? String == "io.quaked.ReloadFailed")
-            let reason = (reply["parameters"] as? [String: Any])?["reason"] as? String ?? ""
-            #expect(reason.contains("interval") && reason.contains(":2"), "\(reason)")
-            daemon.process.signal(SIGHUP)
-            try await waitUntil(timeout: .seconds(10)) { daemon.process.stderr.components(separatedBy: "reload rejected").count >= 3 }
-            #expect(daemon.process.isRunning)
-            let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
-            #expect(feeds.map { $0["name"] as? String } == [Self.small.absoluteString])
-
-            try "feed = \(Self.day.absoluteString)\ninterval = 1h\n".write(to: config, atomically: true, encoding: .utf8)
-            daemon.process.signal(SIGHUP)
-            try await waitUntil(timeout: .seconds(10)) {
+                try "feed = \(Self.day.absoluteString)\ninterval = banana\n".write(
+                    to: config, atomically: true, encoding: .utf8)
+                let reply = try await daemon.call("io.quaked.Reload")
+                #expect(reply["error"] as? String == "io.quaked.ReloadFailed")
+                let reason = (reply["parameters"] as? [String: Any])?["reason"] as? String ?? ""
+                #expect(reason.contains("interval") && reason.contains(":2"), "\(reason)")
+                daemon.process.signal(SIGHUP)
+                try await waitUntil(timeout: .seconds(10)) {
+                    daemon.process.stderr.components(separatedBy: "reload rejected").count >= 3
+                }
+                #expect(daemon.process.isRunning)
                 let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
-                return feeds.first?["name"] as? String == Self.day.absoluteString && feeds.first?["lastResult"] as? String == "imported"
+                #expect(feeds.map { $0["name"] as? String } == [Self.small.absoluteString])
+
+                try "feed = \(Self.day.absoluteString)\ninterval = 1h\n".write(
+                    to: config, atomically: true, encoding: .utf8)
+                daemon.process.signal(SIGHUP)
+                try await waitUntil(timeout: .seconds(10)) {
+                    let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
+                    return feeds.first?["name"] as? String == Self.day.absoluteString
+                        && feeds.first?["lastResult"] as? String == "imported"
+                }
+                #expect(try await daemon.status()["headToken"] as? Int == 2)
+                #expect(try await daemon.stop() == 0)
             }
-            #expect(try await daemon.status()["headToken"] as? Int == 2)
-            #expect(try await daemon.stop() == 0)
         }
     }
-}
 }

@@ -6,121 +6,129 @@ import Testing
 
 /// `quaked --once` as a real process.
 extension EndToEnd {
-@Suite("quaked --once")
-struct OnceTests {
-    let quaked = BuiltProducts.path("quaked")
+    @Suite("quaked --once")
+    struct OnceTests {
+        let quaked = BuiltProducts.path("quaked")
 
-    @Test("imports a file feed and prints one JSON object")
-    func importsFileFeed() async throws {
-        try await withTemporaryDirectory { dir in
-            let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
-            let result = try await ChildProcess.run(
-                quaked, ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path, "--json"])
-            #expect(result.status == 0, "\(result.stderr)")
-            let object = try #require(
-                try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-            let expected = try FeedDocument(contentsOf: fixture).ids.count
-            #expect(object["inserted"] as? Int == expected)
-            #expect(object["token"] as? Int == 1)
-            #expect(object["bytes"] as? Int == (try Data(contentsOf: fixture)).count)
-            for key in ["updated", "unchanged", "stale", "superseded", "skipped", "store", "durationMs"] {
-                #expect(object[key] != nil, "missing \(key)")
-            }
-            let store = try QuakeStore(directory: dir)
-            #expect(object["store"] as? String == store.storeID)
-            #expect(try store.count() == expected)
-        }
-    }
-
-    @Test("pulls over HTTP; a failing pull exits non-zero with one line and leaves the store unchanged")
-    func httpPullAndFailure() async throws {
-        try await FeedTestServer.withServer { server in
+        @Test("imports a file feed and prints one JSON object")
+        func importsFileFeed() async throws {
             try await withTemporaryDirectory { dir in
                 let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
-                server.setResponse("/good.geojson", .feed(fixture))
-                server.setResponse("/bad.geojson", .feed(fixture).truncated(afterBytes: 50_000))
-                server.setResponse("/down.geojson", .status(500))
-                let ok = try await ChildProcess.run(
-                    quaked, ["--once", "--feed", server.url("/good.geojson"), "--state-dir", dir.path, "--json"])
-                #expect(ok.status == 0, "\(ok.stderr)")
-                #expect(server.requests("/good.geojson").first?.header("Accept-Encoding")?.contains("gzip") == true)
+                let result = try await ChildProcess.run(
+                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path, "--json"])
+                #expect(result.status == 0, "\(result.stderr)")
+                let object = try #require(
+                    try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                let expected = try FeedDocument(contentsOf: fixture).ids.count
+                #expect(object["inserted"] as? Int == expected)
+                #expect(object["token"] as? Int == 1)
+                #expect(object["bytes"] as? Int == (try Data(contentsOf: fixture)).count)
+                for key in ["updated", "unchanged", "stale", "superseded", "skipped", "store", "durationMs"] {
+                    #expect(object[key] != nil, "missing \(key)")
+                }
                 let store = try QuakeStore(directory: dir)
-                let count = try store.count()
-                #expect(count == 151)
+                #expect(object["store"] as? String == store.storeID)
+                #expect(try store.count() == expected)
+            }
+        }
 
-                for path in ["/bad.geojson", "/down.geojson"] {
-                    let failed = try await ChildProcess.run(
-                        quaked, ["--once", "--feed", server.url(path), "--state-dir", dir.path, "--json"])
-                    #expect(failed.status == 1)
-                    #expect(failed.stdout.isEmpty)
-                    let lines = failed.stderr.split(separator: "\n")
-                    #expect(lines.count == 1, "\(failed.stderr)")
-                    #expect(failed.stderr.contains("unchanged"))
-                    #expect(try store.count() == count)
-                    #expect(try store.head() == 1)
+        @Test("pulls over HTTP; a failing pull exits non-zero with one line and leaves the store unchanged")
+        func httpPullAndFailure() async throws {
+            try await FeedTestServer.withServer { server in
+                try await withTemporaryDirectory { dir in
+                    let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
+                    server.setResponse("/good.geojson", .feed(fixture))
+                    server.setResponse("/bad.geojson", .feed(fixture).truncated(afterBytes: 50_000))
+                    server.setResponse("/down.geojson", .status(500))
+                    let ok = try await ChildProcess.run(
+                        quaked, ["--once", "--feed", server.url("/good.geojson"), "--state-dir", dir.path, "--json"])
+                    #expect(ok.status == 0, "\(ok.stderr)")
+                    #expect(server.requests("/good.geojson").first?.header("Accept-Encoding")?.contains("gzip") == true)
+                    let store = try QuakeStore(directory: dir)
+                    let count = try store.count()
+                    #expect(count == 151)
+
+                    for path in ["/bad.geojson", "/down.geojson"] {
+                        let failed = try await ChildProcess.run(
+                            quaked, ["--once", "--feed", server.url(path), "--state-dir", dir.path, "--json"])
+                        #expect(failed.status == 1)
+                        #expect(failed.stdout.isEmpty)
+                        let lines = failed.stderr.split(separator: "\n")
+                        #expect(lines.count == 1, "\(failed.stderr)")
+                        #expect(failed.stderr.contains("unchanged"))
+                        #expect(try store.count() == count)
+                        #expect(try store.head() == 1)
+                    }
                 }
             }
         }
-    }
 
-    @Test("a bad feed is a configuration error (exit 78) naming the key")
-    func badFeedArgument() async throws {
-        let result = try await ChildProcess.run(quaked, ["--once", "--feed", "ftp://example.org/x", "--state-dir", "/nonexistent"])
-        #expect(result.status == 78)
-        #expect(result.stderr.contains("feed (--feed)"))
-        #expect(result.stderr.contains("not a feed"))
-    }
+        @Test("a bad feed is a configuration error (exit 78) naming the key")
+        func badFeedArgument() async throws {
+            let result = try await ChildProcess.run(
+                quaked, ["--once", "--feed", "ftp://example.org/x", "--state-dir", "/nonexistent"])
+            #expect(result.status == 78)
+            #expect(result.stderr.contains("feed (--feed)"))
+            #expect(result.stderr.contains("not a feed"))
+        }
 
-    @Test("SIGKILL in the middle of a large import leaves the previous contents and history")
-    func killMidImport() async throws {
-        try await FeedTestServer.withServer { server in
-            try await withTemporaryDirectory { dir in
-                // The previous contents: one real feed.
-                let seed = try await ChildProcess.run(
-                    quaked, ["--once", "--feed", Fixtures.usgs("rodu__quakemap__all_day.geojson").absoluteString,
-                             "--state-dir", dir.path])
-                #expect(seed.status == 0, "\(seed.stderr)")
-                let before = try snapshot(dir)
+        @Test("SIGKILL in the middle of a large import leaves the previous contents and history")
+        func killMidImport() async throws {
+            try await FeedTestServer.withServer { server in
+                try await withTemporaryDirectory { dir in
+                    // The previous contents: one real feed.
+                    let seed = try await ChildProcess.run(
+                        quaked,
+                        [
+                            "--once", "--feed", Fixtures.usgs("rodu__quakemap__all_day.geojson").absoluteString,
+                            "--state-dir", dir.path,
+                        ])
+                    #expect(seed.status == 0, "\(seed.stderr)")
+                    let before = try snapshot(dir)
 
-                // A large feed that stops after 90%: the import is mid-transaction when killed.
-                let big = Fixtures.usgs("heltond__earthquakes__query.geojson")
-                let size = try Data(contentsOf: big).count
-                server.setResponse("/big.geojson", TestResponse.feed(big).uncompressed().stalled(afterBytes: size * 9 / 10))
-                let child = try ChildProcess(
-                    quaked, ["--once", "--feed", server.url("/big.geojson"), "--state-dir", dir.path])
-                try await server.waitForRequests("/big.geojson", count: 1)
-                // Wait until the importer holds SQLite's write lock: it has written rows inside its
-                // open transaction and now waits for the rest of the body.
-                try await waitUntil(timeout: .seconds(20)) { try writeLockIsHeld(dir) }
-                try await Task.sleep(for: .milliseconds(200))
-                child.signal(SIGKILL)
-                #expect(try await child.wait() == 128 + SIGKILL)
+                    // A large feed that stops after 90%: the import is mid-transaction when killed.
+                    let big = Fixtures.usgs("heltond__earthquakes__query.geojson")
+                    let size = try Data(contentsOf: big).count
+                    server.setResponse(
+                        "/big.geojson", TestResponse.feed(big).uncompressed().stalled(afterBytes: size * 9 / 10))
+                    let child = try ChildProcess(
+                        quaked, ["--once", "--feed", server.url("/big.geojson"), "--state-dir", dir.path])
+                    try await server.waitForRequests("/big.geojson", count: 1)
+                    // Wait until the importer holds SQLite's write lock: it has written rows inside its
+                    // open transaction and now waits for the rest of the body.
+                    try await waitUntil(timeout: .seconds(20)) { try writeLockIsHeld(dir) }
+                    try await Task.sleep(for: .milliseconds(200))
+                    child.signal(SIGKILL)
+                    #expect(try await child.wait() == 128 + SIGKILL)
 
-                #expect(try snapshot(dir) == before)
-                // And the store takes the next import normally.
-                let again = try await ChildProcess.run(
-                    quaked, ["--once", "--feed", big.absoluteString, "--state-dir", dir.path, "--json"])
-                #expect(again.status == 0, "\(again.stderr)")
-                #expect(try QuakeStore(directory: dir).head() == 2)
+                    #expect(try snapshot(dir) == before)
+                    // And the store takes the next import normally.
+                    let again = try await ChildProcess.run(
+                        quaked, ["--once", "--feed", big.absoluteString, "--state-dir", dir.path, "--json"])
+                    #expect(again.status == 0, "\(again.stderr)")
+                    #expect(try QuakeStore(directory: dir).head() == 2)
+                }
             }
         }
-    }
 
-    private func snapshot(_ dir: URL) throws -> [String] {
-        let store = try QuakeStore(directory: dir)
-        defer { try? store.close() }
-        let page = try store.history(after: 0, limit: 1000)
-        return try store.allQuakes().map { "\($0.id) \($0.updated ?? 0) \($0.mag ?? -99)" }
-            + page.transactions.map { "t\($0.token) \($0.inserted) \($0.changes.count)" } + ["head \(try store.head())"]
+        private func snapshot(_ dir: URL) throws -> [String] {
+            let store = try QuakeStore(directory: dir)
+            defer { try? store.close() }
+            let page = try store.history(after: 0, limit: 1000)
+            return try store.allQuakes().map { "\($0.id) \($0.updated ?? 0) \($0.mag ?? -99)" }
+                + page.transactions.map { "t\($0.token) \($0.inserted) \($0.changes.count)" } + [
+                    "head \(try store.head())"
+                ]
+        }
     }
-}
 }
 
 /// Whether another connection holds the store's write lock (a write transaction is open).
 func writeLockIsHeld(_ dir: URL) throws -> Bool {
     var configuration = Configuration()
     configuration.busyMode = .immediateError
-    let queue = try DatabaseQueue(path: dir.appendingPathComponent(QuakeStore.fileName).path, configuration: configuration)
+    let queue = try DatabaseQueue(
+        path: dir.appendingPathComponent(QuakeStore.fileName).path, configuration: configuration)
     do {
         try queue.inDatabase { db in
             try db.execute(sql: "BEGIN IMMEDIATE")

@@ -136,15 +136,21 @@ import Testing
     @Test func journalEntriesAndIOVecs() {
         let entries = JournalLogHandler.entries(
             message: "pulled\nfeed", level: .warning, identifier: "quaked", label: "quaked.feed",
-            metadata: ["feed.url": "https://example.org/all_day.geojson", "count": .stringConvertible(12), "message": "spoof", "€": "x"],
+            metadata: [
+                "feed.url": "https://example.org/all_day.geojson", "count": .stringConvertible(12), "message": "spoof",
+                "€": "x",
+            ],
             file: "QuakeDaemon/Feed.swift", function: "pull()", line: 42)
-        #expect(entries == [
-            "MESSAGE=pulled\nfeed", "PRIORITY=4", "SYSLOG_IDENTIFIER=quaked", "LOGGER=quaked.feed",
-            "CODE_FILE=QuakeDaemon/Feed.swift", "CODE_LINE=42", "CODE_FUNC=pull()",
-            "COUNT=12", "FEED_URL=https://example.org/all_day.geojson", "META_MESSAGE=spoof",
-        ])
+        #expect(
+            entries == [
+                "MESSAGE=pulled\nfeed", "PRIORITY=4", "SYSLOG_IDENTIFIER=quaked", "LOGGER=quaked.feed",
+                "CODE_FILE=QuakeDaemon/Feed.swift", "CODE_LINE=42", "CODE_FUNC=pull()",
+                "COUNT=12", "FEED_URL=https://example.org/all_day.geojson", "META_MESSAGE=spoof",
+            ])
         let rebuilt = JournalLogHandler.withIOVecs(entries) { vectors in
-            vectors.map { String(decoding: UnsafeRawBufferPointer(start: $0.iov_base, count: $0.iov_len), as: UTF8.self) }
+            vectors.map {
+                String(decoding: UnsafeRawBufferPointer(start: $0.iov_base, count: $0.iov_len), as: UTF8.self)
+            }
         }
         #expect(rebuilt == entries)
     }
@@ -192,7 +198,8 @@ import Testing
 
     @Test func stderrLineEscapesNewlinesAndFormatsTime() {
         let date = Date(timeIntervalSince1970: 1_700_000_000.25)
-        let line = StderrLogHandler.line(date: date, level: .error, label: "l", message: "a\nb", metadata: ["k": "x\ny"])
+        let line = StderrLogHandler.line(
+            date: date, level: .error, label: "l", message: "a\nb", metadata: ["k": "x\ny"])
         #expect(line == "2023-11-14T22:13:20.250Z error l: a\\nb k=\"x\\ny\"\n")
     }
 

@@ -59,7 +59,8 @@ public struct ConfigurationLoader: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigurationError(key: "config", source: path, problem: "cannot read the file: \(error.localizedDescription)")
+            throw ConfigurationError(
+                key: "config", source: path, problem: "cannot read the file: \(error.localizedDescription)")
         }
         var sawFeed = false
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

@@ -203,7 +203,9 @@ public enum ConfigValue {
     }
 
     public static func duration(_ text: String, minimum: Duration = .zero) throws -> Duration {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        let units: [(String, Double)] = [
+            ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
+        ]
         var number = Substring(text)
         var factor = 1.0
         for (suffix, f) in units where text.hasSuffix(suffix) {

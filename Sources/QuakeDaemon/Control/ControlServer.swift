@@ -22,7 +22,8 @@ public final class ControlServer: Service, Sendable {
     private let connections = Mutex(0)
 
     public init(
-        listener: ControlSocket.Listener, origin: ControlSocket.Origin, methods: any ControlMethods, limits: Limits = .init(),
+        listener: ControlSocket.Listener, origin: ControlSocket.Origin, methods: any ControlMethods,
+        limits: Limits = .init(),
         logger: Logger
     ) {
         self.listener = listener
@@ -75,10 +76,12 @@ public final class ControlServer: Service, Sendable {
                     for try await frame in inbound {
                         let call: VarlinkCall
                         do {
-                            call = try VarlinkCoding.decoder().decode(VarlinkCall.self, from: Data(frame.readableBytesView))
+                            call = try VarlinkCoding.decoder().decode(
+                                VarlinkCall.self, from: Data(frame.readableBytesView))
                         } catch {
                             // Not a call: say so; the connection stays usable.
-                            try await reply(Self.error(VarlinkErrorName.invalidParameter, ["parameter": .string("message")]))
+                            try await reply(
+                                Self.error(VarlinkErrorName.invalidParameter, ["parameter": .string("message")]))
                             continue
                         }
                         let noReply: @Sendable (VarlinkReply) async throws -> Void = { _ in }

@@ -88,7 +88,8 @@ public enum ControlSocket {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         } catch {
-            throw StartupError(description: "cannot create the socket directory \(directory): \(error.localizedDescription)")
+            throw StartupError(
+                description: "cannot create the socket directory \(directory): \(error.localizedDescription)")
         }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }  // nothing there
@@ -102,7 +103,8 @@ public enum ControlSocket {
         case .refused:
             unlink(path)  // a stale socket left by a process that died
         case .error(let code):
-            throw StartupError(description: "cannot check the existing socket \(path): \(String(cString: strerror(code)))")
+            throw StartupError(
+                description: "cannot check the existing socket \(path): \(String(cString: strerror(code)))")
         }
     }
 

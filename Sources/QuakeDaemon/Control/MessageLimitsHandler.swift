@@ -47,7 +47,8 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
                 let seconds = Double(deadline.nanoseconds) / 1e9
                 timer = context.eventLoop.scheduleTask(in: deadline) {
                     let (handler, context) = bound.value
-                    handler.fail(context: context, error: "io.quaked.MessageTimeout", ["seconds": .number(seconds.rounded(.up))])
+                    handler.fail(
+                        context: context, error: "io.quaked.MessageTimeout", ["seconds": .number(seconds.rounded(.up))])
                 }
             }
         } else {

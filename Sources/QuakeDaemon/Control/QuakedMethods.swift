@@ -121,7 +121,10 @@ public struct QuakedMethods: ControlMethods {
                 broadcaster.publish(head: token, author: .delete)
                 logger.info(
                     "deleted by request",
-                    metadata: ["history.token": "\(token)", "quakes": "\(report.deleted.count)", "peer": "\(peer.map { "\($0)" } ?? "?")"])
+                    metadata: [
+                        "history.token": "\(token)", "quakes": "\(report.deleted.count)",
+                        "peer": "\(peer.map { "\($0)" } ?? "?")",
+                    ])
             }
             try await reply(try Self.reply(report))
         case "io.quaked.Reload":
@@ -142,7 +145,9 @@ public struct QuakedMethods: ControlMethods {
 
     // MARK: Methods
 
-    private func refresh(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws {
+    private func refresh(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void)
+        async throws
+    {
         struct Parameters: Decodable { var feed: String? }
         let parameters = try VarlinkCoding.decode(Parameters.self, from: call.parameters)
         let results: [(FeedStatus, PullResult)]
@@ -154,10 +159,12 @@ public struct QuakedMethods: ControlMethods {
         try await reply(
             try Self.reply(
                 RefreshReply(
-                    results: results.map { RefreshReply.Result(status: $0.0, result: $0.1) }, headToken: try store.head())))
+                    results: results.map { RefreshReply.Result(status: $0.0, result: $0.1) },
+                    headToken: try store.head())))
     }
 
-    private func subscribe(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws
+    private func subscribe(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void)
+        async throws
     {
         guard call.more == true else { throw MethodError(VarlinkErrorName.expectedMore, [:]) }
         struct Parameters: Decodable {
@@ -229,7 +236,8 @@ public struct QuakedMethods: ControlMethods {
                     transactions: page.transactions, hasMore: page.hasMore, nextAfter: page.nextAfter)))
     }
 
-    private func snapshot(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws
+    private func snapshot(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void)
+        async throws
     {
         guard call.more == true else { throw MethodError(VarlinkErrorName.expectedMore, [:]) }
         struct Parameters: Decodable { var pageSize: Int? }
@@ -255,7 +263,8 @@ public struct QuakedMethods: ControlMethods {
         }
     }
 
-    private func query(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws {
+    private func query(_ call: VarlinkCall, reply: @escaping @Sendable (VarlinkReply) async throws -> Void) async throws
+    {
         struct Parameters: Decodable {
             var minMagnitude: Double?
             var since: Int64?
@@ -272,12 +281,15 @@ public struct QuakedMethods: ControlMethods {
             }
             order = parsed
         }
-        if let near = parameters.near, !(-90...90).contains(near.lat) || !(-180...180).contains(near.lon) || near.radiusKm < 0 {
+        if let near = parameters.near,
+            !(-90...90).contains(near.lat) || !(-180...180).contains(near.lon) || near.radiusKm < 0
+        {
             throw MethodError(VarlinkErrorName.invalidParameter, ["parameter": .string("near")])
         }
         let result = try store.query(
             QuakeQuery(
-                minMagnitude: parameters.minMagnitude, since: parameters.since, type: parameters.type, near: parameters.near,
+                minMagnitude: parameters.minMagnitude, since: parameters.since, type: parameters.type,
+                near: parameters.near,
                 limit: min(max(parameters.limit ?? 1000, 0), 100_000), order: order))
         struct Reply: Encodable {
             var quakes: [FeedFeature]
@@ -345,7 +357,9 @@ public struct QuakedMethods: ControlMethods {
 }
 
 /// Runs `operation`, throwing `TimedOut` if it takes longer than `timeout`.
-func withTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+func withTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws
+    -> T
+{
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await operation() }
         group.addTask {

@@ -11,7 +11,8 @@ import ServiceLifecycle
 /// `main` and the tests both come through here, so tests run the real wiring.
 public enum Daemon {
     /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket).
-    public static func run(loader: ConfigurationLoader, configuration: DaemonConfiguration, logger: Logger) async throws {
+    public static func run(loader: ConfigurationLoader, configuration: DaemonConfiguration, logger: Logger) async throws
+    {
         let notifier = SystemdNotifier()
         raiseFileDescriptorLimit()
         let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
@@ -24,7 +25,8 @@ public enum Daemon {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
-        let puller = FeedPuller(client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
+        let puller = FeedPuller(
+            client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
         let broadcaster = ChangeBroadcaster()
         let scheduler = FeedScheduler(
             store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
@@ -37,7 +39,8 @@ public enum Daemon {
         let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger) { token in
             broadcaster.publish(head: token, author: .retention)
         }
-        let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
+        let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
+            new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
             maintenance.apply(new)
         }
@@ -52,7 +55,8 @@ public enum Daemon {
             .init(service: ReloadOnHangup(reloader: reloader)),
         ]
         if let interval = notifier.watchdogInterval {
-            services.append(.init(service: WatchdogPinger(notifier: notifier, interval: interval, store: store, logger: logger)))
+            services.append(
+                .init(service: WatchdogPinger(notifier: notifier, interval: interval, store: store, logger: logger)))
         }
         // Last in the list, so first to hear of the shutdown.
         services.append(.init(service: StoppingNotifier(notifier: notifier)))

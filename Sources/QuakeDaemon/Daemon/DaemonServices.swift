@@ -58,7 +58,8 @@ final class StoreMaintenance: Service, Sendable {
     ) {
         self.store = store
         self.logger = logger
-        self.settings = Mutex((configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
+        self.settings = Mutex(
+            (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
         self.afterChange = afterChange
     }
 

@@ -31,7 +31,11 @@ public final class Reloader: Sendable {
 
     /// Reloads; throws ``ConfigurationError`` when the new configuration is rejected.
     public func reload() async throws {
-        guard inProgress.withLock({ busy in defer { busy = true }; return !busy }) else {
+        guard
+            inProgress.withLock({ busy in
+                defer { busy = true }; return !busy
+            })
+        else {
             throw ConfigurationError(key: "reload", source: "reload", problem: "a reload is already in progress")
         }
         defer { inProgress.withLock { $0 = false } }
@@ -44,8 +48,12 @@ public final class Reloader: Sendable {
             logger.error("reload rejected; the running configuration stays", metadata: ["error": "\(error)"])
             throw error
         }
-        let old = current.withLock { state in defer { state = new }; return state }
-        if new.stateDirectory != old.stateDirectory || new.socketPath != old.socketPath || new.socketGroup != old.socketGroup {
+        let old = current.withLock { state in
+            defer { state = new }; return state
+        }
+        if new.stateDirectory != old.stateDirectory || new.socketPath != old.socketPath
+            || new.socketGroup != old.socketGroup
+        {
             logger.warning("state directory and socket changes take effect at the next restart")
         }
         await applyConfiguration(new)

@@ -82,7 +82,9 @@ public struct FeedPuller: Sendable {
             guard let outcome = try await group.next()! else {
                 throw PullError(
                     kind: .transport,
-                    message: "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)")
+                    message:
+                        "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)"
+                )
             }
             return outcome
         }
@@ -92,7 +94,8 @@ public struct FeedPuller: Sendable {
         async throws -> Outcome
     {
         if feed.url.isFileURL {
-            let report = try await store.importFile(feed.url, source: feed.url.absoluteString, maxBytes: limits.maxBytes)
+            let report = try await store.importFile(
+                feed.url, source: feed.url.absoluteString, maxBytes: limits.maxBytes)
             return Outcome(httpStatus: nil, report: report, validators: .init(), freshUntil: nil)
         }
         var request = HTTPClientRequest(url: feed.url.absoluteString)
@@ -123,7 +126,8 @@ public struct FeedPuller: Sendable {
             return Outcome(httpStatus: 304, report: nil, validators: newValidators, freshUntil: freshUntil)
         default:
             throw PullError(
-                kind: .httpStatus, message: "the server answered \(response.status.code) \(response.status.reasonPhrase)",
+                kind: .httpStatus,
+                message: "the server answered \(response.status.code) \(response.status.reasonPhrase)",
                 httpStatus: Int(response.status.code),
                 retryAfter: Self.retryAfter(response.headers, now: now))
         }

@@ -71,14 +71,15 @@ public struct JournalLogHandler: LogHandler {
     /// then leading `_` and digits are stripped: `"feed.url"` → `FEED_URL`, `"_x"` → `X`,
     /// `"a-b"` → `A_B`, `"ünï"` → `N_`, `"2x"` → `X`, `"€"` → `nil`.
     public static func journalFieldName(_ key: String) -> String? {
-        var name = String(key.map { c -> Character in
-            guard c.isASCII, let ascii = c.asciiValue else { return "_" }
-            switch ascii {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): return Character(Unicode.Scalar(ascii - 32))
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return c
-            default: return "_"
-            }
-        })
+        var name = String(
+            key.map { c -> Character in
+                guard c.isASCII, let ascii = c.asciiValue else { return "_" }
+                switch ascii {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"): return Character(Unicode.Scalar(ascii - 32))
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return c
+                default: return "_"
+                }
+            })
         name = String(name.drop { $0 == "_" || $0.isNumber })
         guard !name.isEmpty else { return nil }
         return String(name.prefix(64))

@@ -35,7 +35,9 @@ public struct StderrLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         let merged = QuakedLogging.metadata(of: event, handler: metadata, provider: metadataProvider)
-        output(Self.line(date: Date(), level: event.level, label: label, message: event.message.description, metadata: merged))
+        output(
+            Self.line(
+                date: Date(), level: event.level, label: label, message: event.message.description, metadata: merged))
     }
 
     /// Writes `line` to fd 2 (see ``write(_:to:)``).
@@ -64,7 +66,9 @@ public struct StderrLogHandler: LogHandler {
 
     /// One formatted line ending in `\n`; newlines inside the message are escaped so one
     /// record is always one line. Metadata is sorted by key.
-    static func line(date: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
+    static func line(date: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata)
+        -> String
+    {
         var line = "\(timestamp(date)) \(level.rawValue) \(label): \(escapeNewlines(message))"
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += " \(key)=\(quoted(JournalLogHandler.string(value)))"
@@ -91,7 +95,8 @@ public struct StderrLogHandler: LogHandler {
     static func quoted(_ value: String) -> String {
         let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
         guard needsQuotes else { return value }
-        let escaped = escapeNewlines(value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))
+        let escaped = escapeNewlines(
+            value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))
         return "\"\(escaped)\""
     }
 
