@@ -334,6 +334,38 @@ extension EndToEnd {
             }
         }
 
+        @Test("a client that stops reading its replies is disconnected after write-timeout")
+        func nonReadingClientIsDropped() async throws {
+            try await withTemporaryDirectory { dir in
+                let big = Fixtures.usgs("heltond__earthquakes__query.geojson")
+                let daemon = try await DaemonHarness(
+                    in: dir, ["--feed", big.absoluteString, "--interval", "1h"],
+                    environment: ["QUAKED_WRITE_TIMEOUT": "1s"])
+                try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["quakeCount"] as? Int) == 4312 }
+                // 22 pages of about 150 kB: far more than the socket buffers hold.
+                let stuck = try UnixSocketClient(path: daemon.socketPath)
+                try stuck.send(#"{"method":"io.quaked.Snapshot","parameters":{"pageSize":200},"more":true}"#)
+                try await Task.sleep(for: .seconds(3))
+                #expect(try await daemon.status()["quakeCount"] as? Int == 4312)  // others carry on meanwhile
+                // Now read: the buffered part of the reply, then the end of the connection, never the rest.
+                let outcome = try await onBlockingThread { () -> String in
+                    do {
+                        var pages = 0
+                        while let message = try stuck.receive(timeout: .seconds(10)) {
+                            pages += 1
+                            if !message.contains(#""continues":true"#) { return "whole snapshot (\(pages) pages)" }
+                        }
+                        return "closed after \(pages) pages"
+                    } catch {
+                        return "closed: \(error)"
+                    }
+                }
+                #expect(outcome.hasPrefix("closed"), "\(outcome)")
+                #expect(daemon.process.stderr.contains("stopped reading"))
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+
         @Test("oversized and never-ending messages get their errors and are closed; other clients carry on")
         func messageLimits() async throws {
             try await withTemporaryDirectory { dir in

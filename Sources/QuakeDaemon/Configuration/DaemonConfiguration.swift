@@ -41,6 +41,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxConnections: Int = 4096
     /// How long a client may take to finish a message it started.
     public var messageTimeout: Duration = .seconds(10)
+    /// How long a reply may wait for a client to read it before the client is disconnected.
+    public var writeTimeout: Duration = .seconds(10)
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
         stateDirectory = paths.stateDirectory
@@ -67,6 +69,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var serverLimits: ControlServer.Limits {
         var limits = ControlServer.Limits()
         limits.maxConnections = maxConnections
+        limits.writeTimeout = writeTimeout
         return limits
     }
 
@@ -90,6 +93,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case retryMaxDelay = "retry-max-delay"
         case maxConnections = "max-connections"
         case messageTimeout = "message-timeout"
+        case writeTimeout = "write-timeout"
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
         /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
@@ -159,6 +163,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
             maxConnections = count
         case .messageTimeout:
             messageTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
+        case .writeTimeout:
+            writeTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
         }
     }
 

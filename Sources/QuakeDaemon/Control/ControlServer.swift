@@ -11,6 +11,10 @@ public final class ControlServer: Service, Sendable {
     public struct Limits: Sendable {
         /// Connections served at once; one more is answered TooManyConnections and closed.
         public var maxConnections = 4096
+        /// A client whose socket does not take a reply within this time is disconnected: a
+        /// subscriber or a snapshot reader that stopped reading holds no memory, no read
+        /// transaction and no task for longer.
+        public var writeTimeout: Duration = .seconds(10)
         public init() {}
     }
 
@@ -64,8 +68,16 @@ public final class ControlServer: Service, Sendable {
         logger[metadataKey: "peer"] = "\(connection.peer.map { "\($0)" } ?? "unknown")"
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
+                let writeTimeout = limits.writeTimeout
+                let logger = logger
                 let reply: @Sendable (VarlinkReply) async throws -> Void = { message in
-                    try await outbound.write(ByteBuffer(bytes: try message.frame()))
+                    let bytes = ByteBuffer(bytes: try message.frame())
+                    do {
+                        try await withTimeout(writeTimeout) { try await outbound.write(bytes) }
+                    } catch is TimedOut {
+                        logger.notice("disconnecting a client that stopped reading its replies")
+                        throw TimedOut()
+                    }
                 }
                 guard admitted else {
                     try await reply(

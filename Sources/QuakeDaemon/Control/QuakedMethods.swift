@@ -7,28 +7,19 @@ import QuakeVarlink
 /// The io.quaked interface (and org.varlink.service): decodes each call's parameters, calls the
 /// daemon, encodes the reply. Every failure is a typed Varlink error; no call can stop the daemon.
 public struct QuakedMethods: ControlMethods {
-    public struct Limits: Sendable {
-        /// A subscriber whose socket does not take a reply within this time is disconnected.
-        public var slowSubscriberTimeout: Duration = .seconds(10)
-        public init() {}
-    }
-
     let store: QuakeStore
     let scheduler: FeedScheduler
     let reloader: Reloader
     let broadcaster: ChangeBroadcaster
-    let limits: Limits
     let logger: Logger
 
     public init(
-        store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster,
-        limits: Limits = .init(), logger: Logger
+        store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster, logger: Logger
     ) {
         self.store = store
         self.scheduler = scheduler
         self.reloader = reloader
         self.broadcaster = broadcaster
-        self.limits = limits
         self.logger = logger
     }
 
@@ -175,7 +166,6 @@ public struct QuakedMethods: ControlMethods {
         if let client = parameters.client { try Self.validate(client: client) }
         let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
         let storeID = store.storeID
-        let timeout = limits.slowSubscriberTimeout
         try await broadcaster.withSubscription { subscription in
             // Registered before the head is read: nothing committed after this read is missed.
             var lastSent = try store.head()
@@ -185,9 +175,9 @@ public struct QuakedMethods: ControlMethods {
                     "event": .string(event), "storeId": .string(storeID), "headToken": .number(Double(head)),
                 ]
                 if let author { fields["author"] = .string(author.rawValue) }
-                let message = VarlinkReply(parameters: .object(fields), continues: true)
-                // A subscriber that does not take its replies is dropped, not queued for.
-                try await withTimeout(timeout) { try await reply(message) }
+                // A subscriber that does not take its replies is dropped (ControlServer's write
+                // timeout), never queued for: the subscription holds only the latest head.
+                try await reply(VarlinkReply(parameters: .object(fields), continues: true))
             }
             try await send("subscribed", head: lastSent)
             while !Task.isCancelled {
