@@ -52,6 +52,11 @@ public final class ChildProcess: @unchecked Sendable {
         try process.run()
     }
 
+    /// A test that fails before it stops its child must not leave the process running.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     public var pid: Int32 { process.processIdentifier }
     public var stdout: String { lock.withLock { String(decoding: stdoutData, as: UTF8.self) } }
     public var stderr: String { lock.withLock { String(decoding: stderrData, as: UTF8.self) } }
