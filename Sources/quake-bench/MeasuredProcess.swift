@@ -39,3 +39,10 @@ enum MeasuredProcess {
         return ChildRun(status: exited, wall: wall, maxRSSBytes: Int(usage.ru_maxrss) * 1024, stdout: stdout)
     }
 }
+
+extension Duration {
+    /// The duration in seconds, for figures.
+    var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -104,7 +104,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             after = Int(Self.field("nextAfter", in: head) ?? "") ?? after
             if Self.field("hasMore", in: head) != "true" { break }
         }
-        let quaked = Self.seconds(ContinuousClock.now - started)
+        let quaked = (ContinuousClock.now - started).inSeconds
 
         // Peer: the same changes read straight from the database file with Python's sqlite3.
         let script = """
@@ -137,7 +137,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         for _ in 0..<200 {
             let t = ContinuousClock.now
             _ = try rpc.call("org.varlink.service.GetInfo")
-            roundTrips.append(Self.seconds(ContinuousClock.now - t) * 1000)
+            roundTrips.append((ContinuousClock.now - t).inSeconds * 1000)
         }
         let rtt = Self.percentile(roundTrips, 0.5)
         print(String(format: "fan-out: commit to receipt (peer: GetInfo round trip p50 %.3f ms)", rtt))
@@ -176,7 +176,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             let now = ContinuousClock.now
             for i in fds.indices where fds[i].revents != 0 && pending.contains(i) {
                 if let message = try subscribers[i].receive(timeout: .seconds(1)), message.contains("\"changed\"") {
-                    latencies.append(seconds(now - since) * 1000)
+                    latencies.append((now - since).inSeconds * 1000)
                     pending.remove(i)
                     fds[i].events = 0
                 }
@@ -218,9 +218,6 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
 }
 
 /// Runs a Python snippet that prints {"changes": N, "seconds": S}.

@@ -69,7 +69,8 @@ struct ImportBenchmark: AsyncParsableCommand {
             row("python json.load + sqlite3", peer)
             print("")
             print(
-                String(format: "speed: quaked is %.1fx faster than the peer", seconds(peer.wall) / seconds(first.wall)))
+                String(
+                    format: "speed: quaked is %.1fx faster than the peer", peer.wall.inSeconds / first.wall.inSeconds))
             print(
                 String(
                     format: "memory: quaked peaks at %.2fx the peer's RSS",
@@ -78,21 +79,18 @@ struct ImportBenchmark: AsyncParsableCommand {
         print(
             String(
                 format: "no-op re-import takes %.2f of the first import's time",
-                seconds(noop.wall) / seconds(first.wall)))
+                noop.wall.inSeconds / first.wall.inSeconds))
         print("quaked report (first): \(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
         print("quaked report (no-op): \(noop.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
     }
 
     private func row(_ name: String, _ run: ChildRun) {
-        let s = seconds(run.wall)
+        let s = run.wall.inSeconds
         print(
             name.padding(toLength: 32, withPad: " ", startingAt: 0)
                 + String(format: "%8.2f %12.0f %13.1f", s, Double(features) / s, Double(run.maxRSSBytes) / 1_048_576))
     }
 
-    private func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
 }
 
 /// The child side of the benchmark: one import in a fresh process, so its peak RSS is its own.

@@ -84,25 +84,22 @@ public final class ControlServer: Service, Sendable {
                         Self.error("io.quaked.TooManyConnections", ["limit": .number(Double(limits.maxConnections))]))
                     return
                 }
-                do {
-                    for try await frame in inbound {
-                        let call: VarlinkCall
-                        do {
-                            call = try VarlinkCoding.decoder().decode(
-                                VarlinkCall.self, from: Data(frame.readableBytesView))
-                        } catch {
-                            // Not a call: say so; the connection stays usable.
-                            try await reply(
-                                Self.error(VarlinkErrorName.invalidParameter, ["parameter": .string("message")]))
-                            continue
-                        }
-                        let noReply: @Sendable (VarlinkReply) async throws -> Void = { _ in }
-                        try await methods.handle(
-                            call, peer: connection.peer, reply: call.oneway == true ? noReply : reply)
+                // Oversized and never-ending messages never get here: MessageLimitsHandler answers
+                // and closes first.
+                for try await frame in inbound {
+                    let call: VarlinkCall
+                    do {
+                        call = try VarlinkCoding.decoder().decode(
+                            VarlinkCall.self, from: Data(frame.readableBytesView))
+                    } catch {
+                        // Not a call: say so; the connection stays usable.
+                        try await reply(
+                            Self.error(VarlinkErrorName.invalidParameter, ["parameter": .string("message")]))
+                        continue
                     }
-                } catch let error as NULFrameDecoder.MessageTooLarge {
-                    // Not reached while MessageLimitsHandler checks first; kept as a backstop.
-                    try? await reply(Self.error("io.quaked.MessageTooLarge", ["limit": .number(Double(error.limit))]))
+                    let noReply: @Sendable (VarlinkReply) async throws -> Void = { _ in }
+                    try await methods.handle(
+                        call, peer: connection.peer, reply: call.oneway == true ? noReply : reply)
                 }
             }
         } catch {

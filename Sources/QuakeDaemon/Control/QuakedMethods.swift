@@ -346,24 +346,6 @@ public struct QuakedMethods: ControlMethods {
     }
 }
 
-/// Runs `operation`, throwing `TimedOut` if it takes longer than `timeout`.
-func withTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws
-    -> T
-{
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let result = try await group.next() ?? nil else { throw TimedOut() }
-        return result
-    }
-}
-
-struct TimedOut: Error {}
-
 /// A typed Varlink error reply.
 struct MethodError: Error {
     var name: String

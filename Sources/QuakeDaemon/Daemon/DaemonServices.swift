@@ -42,10 +42,6 @@ struct WatchdogPinger: Service {
 
 /// Purges old history and applies event retention, at start-up and then hourly (and after a reload).
 final class StoreMaintenance: Service, Sendable {
-    static func seconds(_ d: Duration) -> TimeInterval {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
     private let store: QuakeStore
     private let logger: Logger
     private let settings: Mutex<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
@@ -89,7 +85,7 @@ final class StoreMaintenance: Service, Sendable {
             // History named clients still need stays, up to the hard maximum age; a client not
             // seen for that long no longer holds anything back.
             let now = Date()
-            let needed = try store.oldestClientToken(seenSince: now - Self.seconds(hardMaxAge))
+            let needed = try store.oldestClientToken(seenSince: now - hardMaxAge.timeInterval)
             var purge = try await store.purgeHistory(olderThan: historyMaxAge, keepingAfter: needed, now: now)
             let hard = try await store.purgeHistory(olderThan: hardMaxAge, now: now)
             purge.removed += hard.removed

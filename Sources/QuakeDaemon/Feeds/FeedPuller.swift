@@ -72,21 +72,15 @@ public struct FeedPuller: Sendable {
         async throws -> Outcome
     {
         let timeout = limits.totalTimeout
-        return try await withThrowingTaskGroup(of: Outcome?.self) { group in
-            group.addTask { try await self.pullUnbounded(feed, into: store, validators: validators, now: now) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
+        do {
+            return try await withTimeout(timeout) {
+                try await self.pullUnbounded(feed, into: store, validators: validators, now: now)
             }
-            defer { group.cancelAll() }
-            guard let outcome = try await group.next()! else {
-                throw PullError(
-                    kind: .transport,
-                    message:
-                        "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)"
-                )
-            }
-            return outcome
+        } catch is TimedOut {
+            throw PullError(
+                kind: .transport,
+                message:
+                    "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)")
         }
     }
 

@@ -155,7 +155,7 @@ public final class FeedScheduler: Service, Sendable {
             let delay = await pullOnce(feed)
             due = ContinuousClock.now + delay
             state.withLock { state in
-                state.feeds[feed.name]?.status.nextPull = Date().addingTimeInterval(Self.seconds(delay))
+                state.feeds[feed.name]?.status.nextPull = Date().addingTimeInterval(delay.timeInterval)
             }
         }
     }
@@ -239,7 +239,7 @@ public final class FeedScheduler: Service, Sendable {
                 level: level, "pull failed",
                 metadata: [
                     "error": "\(failureReason ?? "")", "feed.failures": "\(failures)",
-                    "retry.in": "\(Self.seconds(delay))s",
+                    "retry.in": "\(delay.timeInterval)s",
                 ])
         } else if case .imported(let report, _) = result {
             if let token = report.token {
@@ -262,9 +262,6 @@ public final class FeedScheduler: Service, Sendable {
         return delay
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
 }
 
 /// A refresh named a feed that is not configured.
