@@ -25,6 +25,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // sqlite3_config, which is variadic and so out of Swift's reach (links with GRDB's SQLite).
+        .target(name: "CSQLiteConfig"),
         // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
         // No dependencies, no I/O.
         .target(name: "QuakeFeed"),
@@ -33,6 +35,7 @@ let package = Package(
             name: "QuakeStore",
             dependencies: [
                 "QuakeFeed",
+                "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]

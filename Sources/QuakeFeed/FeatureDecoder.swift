@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
 /// dispatches on an integer instead of comparing strings. Longer keys it needs get small codes.
 enum Key {
@@ -349,5 +355,67 @@ extension JSONReader {
             }
         } while try !endOfObject()
         return m
+    }
+}
+
+extension JSONReader {
+    /// Validates one element of `features` (at `i`, after whitespace) without decoding it, and
+    /// reads what finding its stored row takes: the `id` (when a non-empty string; the last one
+    /// if repeated, as `feature` decodes it) and whether `properties.ids` may list other ids.
+    mutating func featureIdentity(depth: Int) throws(ReadStop) -> (id: String?, hasAliases: Bool) {
+        guard try nextNonWS() == UInt8(ascii: "{") else {
+            try skipValue(depth: depth)
+            return (nil, false)
+        }
+        try enter(depth)
+        i &+= 1
+        var id: String?
+        var hasAliases = false
+        if try nextNonWS() == UInt8(ascii: "}") {
+            i &+= 1
+            return (nil, false)
+        }
+        repeat {
+            switch try key() {
+            case Key.id:
+                id = nil
+                if try nextNonWS() == UInt8(ascii: "\"") {
+                    let s = try scanString()
+                    if s.end > s.start { id = string(s) }
+                } else {
+                    try skipValue(depth: depth + 1)
+                }
+            case Key.properties:
+                hasAliases = false
+                guard try nextNonWS() == UInt8(ascii: "{") else {
+                    try skipValue(depth: depth + 1)
+                    continue
+                }
+                try enter(depth + 1)
+                i &+= 1
+                if try nextNonWS() == UInt8(ascii: "}") {
+                    i &+= 1
+                    continue
+                }
+                repeat {
+                    guard try key() == Key.ids, try nextNonWS() == UInt8(ascii: "\"") else {
+                        try skipValue(depth: depth + 2)
+                        continue
+                    }
+                    let s = try scanString()
+                    // As `FeedImport.hasAliases`: a comma anywhere but first and last.
+                    if s.escaped {
+                        hasAliases = string(s).utf8.dropFirst().dropLast().contains(UInt8(ascii: ","))
+                    } else {
+                        hasAliases =
+                            s.end - s.start > 2
+                            && memchr(p + s.start + 1, Int32(UInt8(ascii: ",")), s.end - s.start - 2) != nil
+                    }
+                } while try !endOfObject()
+            default:
+                try skipValue(depth: depth + 1)
+            }
+        } while try !endOfObject()
+        return (id, hasAliases)
     }
 }

@@ -84,3 +84,33 @@ extension FeedItem {
         }
     }
 }
+
+/// One element of `features` as the parser met it: its bytes, their hash and, when decoding was
+/// asked for, the decoded item. Without decoding, only the `id` (and whether `properties.ids`
+/// lists other ids) has been read; the bytes have still been validated as JSON.
+public struct FeedElement {
+    /// The element's 0-based position in `features`.
+    public let index: Int
+    /// The element's bytes, from its first byte to its last. Valid only during the callback.
+    public let bytes: UnsafeRawBufferPointer
+    /// The document offset of the element's first byte.
+    public let offset: Int
+    /// ``hash(_:)`` of `bytes`: equal hashes mean (up to a 2⁻⁶⁴ chance) equal bytes, which
+    /// decode to equal items.
+    public let hash: UInt64
+    /// The decoded element, when it was parsed with decoding.
+    public let item: FeedItem?
+    /// Without decoding: the feature's `id` if it is a non-empty string.
+    public let id: String?
+    /// Without decoding: whether `properties.ids` may list other ids than the feature's own.
+    public let hasAliases: Bool
+
+    /// The seed of ``hash(_:)``, which names the decoder's version: a change to how bytes decode
+    /// into a ``FeedItem`` must change it, or stored hashes would vouch for rows decoded the old way.
+    public static let hashSeed: UInt64 = 1
+
+    /// XXH64 of an element's bytes with ``hashSeed``.
+    public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        FeedHash.xxh64(bytes, seed: hashSeed)
+    }
+}

@@ -55,6 +55,16 @@ public struct FeedParser: Sendable {
     /// Parses as much of the document as `chunk` allows; calls `body` for each complete element
     /// of `features`, in order.
     public mutating func consume(_ chunk: UnsafeRawBufferPointer, _ body: (FeedItem) throws -> Void) throws {
+        try consume(chunk, decode: true) { element in try body(element.item!) }
+    }
+
+    /// Parses as much of the document as `chunk` allows; calls `body` for each complete element
+    /// of `features`, in order, with its bytes and their hash. With `decode`, each element comes
+    /// decoded (``FeedElement/item``); without, it is only validated as JSON and its `id` read,
+    /// and ``decode(_:index:base:limits:)`` decodes it later if needed.
+    public mutating func consume(
+        _ chunk: UnsafeRawBufferPointer, decode: Bool, _ body: (FeedElement) throws -> Void
+    ) throws {
         if let failure { throw failure }
         var rest = chunk
         var restBase = bytesConsumed
@@ -62,7 +72,7 @@ public struct FeedParser: Sendable {
         while true {
             if carry.isEmpty {
                 // Fast path: parse straight from the caller's buffer, keep only what is left over.
-                let (stop, bodyError) = try run(rest, base: restBase, endIsDelimiter: false, eof: false, body)
+                let (stop, bodyError) = try run(rest, base: restBase, endIsDelimiter: false, eof: false, decode, body)
                 if stop < rest.count {
                     carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[stop...]))
                     carryBase = restBase + stop
@@ -88,7 +98,7 @@ public struct FeedParser: Sendable {
             var buffer = carry  // moved out: `run` mutates self
             carry = []
             let (stop, bodyError) = try buffer.withUnsafeBytes {
-                try run($0, base: carryBase, endIsDelimiter: complete, eof: false, body)
+                try run($0, base: carryBase, endIsDelimiter: complete, eof: false, decode, body)
             }
             buffer.removeFirst(stop)
             carryBase += stop
@@ -115,7 +125,9 @@ public struct FeedParser: Sendable {
             // Errors from `run` have already marked the parser dead.
             let buffer = carry
             carry = []
-            _ = try buffer.withUnsafeBytes { try run($0, base: carryBase, endIsDelimiter: false, eof: true, { _ in }) }
+            _ = try buffer.withUnsafeBytes {
+                try run($0, base: carryBase, endIsDelimiter: false, eof: true, false, { _ in })
+            }
         }
         let error: FeedError
         if state != .done {
@@ -135,8 +147,8 @@ public struct FeedParser: Sendable {
     /// stopped: the start of an incomplete value (then `boundary` is set), the end of `buf`, or
     /// just after the item whose `body` threw (returned, not thrown, so the caller can keep the rest).
     private mutating func run(
-        _ buf: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, eof: Bool,
-        _ body: (FeedItem) throws -> Void
+        _ buf: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, eof: Bool, _ decode: Bool,
+        _ body: (FeedElement) throws -> Void
     ) throws(FeedError) -> (stop: Int, bodyError: (any Error)?) {
         var r = JSONReader(buf, base: base, endIsDelimiter: endIsDelimiter, maxDepth: limits.maxDepth)
         let limit = limits.maxFeatureBytes
@@ -254,11 +266,22 @@ public struct FeedParser: Sendable {
                         continue
                     }
                     beginValue(&r)
-                    let item = try r.feature(index: featureCount, depth: 3)
+                    var item: FeedItem?
+                    var identity: (id: String?, hasAliases: Bool) = (nil, false)
+                    if decode {
+                        item = try r.feature(index: featureCount, depth: 3)
+                    } else {
+                        identity = try r.featureIdentity(depth: 3)
+                    }
                     try endValue(&r)
+                    let bytes = UnsafeRawBufferPointer(rebasing: buf[valueStart..<r.i])
+                    let element = FeedElement(
+                        index: featureCount, bytes: bytes, offset: base + valueStart, hash: FeedElement.hash(bytes),
+                        item: item,
+                        id: identity.id, hasAliases: identity.hasAliases)
                     featureCount += 1
                     state = .afterElement
-                    do { try body(item) } catch { return (r.i, error) }
+                    do { try body(element) } catch { return (r.i, error) }
                 case .afterElement:
                     if c == UInt8(ascii: ",") {
                         state = .element
@@ -294,6 +317,25 @@ public struct FeedParser: Sendable {
             }
             if inFeature && e.featureIndex == nil { e.featureIndex = featureCount }
             failure = e
+            throw e
+        }
+    }
+
+    /// Decodes one element of `features` from its bytes (as a ``FeedElement`` had them), exactly as
+    /// `consume(_:decode:_:)` with `decode` would have. `base` is the bytes' document offset, for errors.
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, index: Int, base: Int, limits: Limits = .init()
+    ) throws(FeedError) -> FeedItem {
+        var r = JSONReader(bytes, base: base, endIsDelimiter: true, maxDepth: limits.maxDepth)
+        do throws(ReadStop) {
+            return try r.feature(index: index, depth: 3)
+        } catch {
+            var e: FeedError
+            switch error {
+            case .failed(let failed): e = failed
+            case .needMore: e = FeedError(.truncated, "unexpected end of input inside a value", at: base + bytes.count)
+            }
+            if e.featureIndex == nil { e.featureIndex = index }
             throw e
         }
     }

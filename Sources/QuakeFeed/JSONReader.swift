@@ -195,9 +195,15 @@ struct JSONReader {
         i = start
         var escaped = false
         while true {
-            // Fast path: skip 8 plain ASCII bytes at a time.
-            while i &+ 8 <= end, !mayBeSpecial(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
-                i &+= 8
+            // Fast path: 8 bytes at a time up to the first byte that needs a look.
+            while i &+ 8 <= end {
+                let special = specialBytes(p.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if special == 0 {
+                    i &+= 8
+                } else {
+                    i &+= special.trailingZeroBitCount &>> 3
+                    break
+                }
             }
             guard i < end else { throw .needMore }
             let c = byte(i)
@@ -217,15 +223,17 @@ struct JSONReader {
         }
     }
 
-    /// True if any of the 8 bytes in `x` may be `"`, `\`, a control character or non-ASCII.
-    /// False positives are fine (the caller then looks byte by byte).
-    @inline(__always) func mayBeSpecial(_ x: UInt64) -> Bool {
+    /// The high bit of each byte of `x` (8 bytes loaded little-endian) that may be `"`, `\`, a
+    /// control character or non-ASCII; 0 when none is. The lowest set bit is always exact: a byte
+    /// is flagged wrongly only through a borrow from a lower byte that is flagged rightly. So
+    /// `trailingZeroBitCount / 8` is the index of the first special byte.
+    @inline(__always) func specialBytes(_ x: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let quote = x ^ (ones &* 0x22)
         let backslash = x ^ (ones &* 0x5C)
         // (v - 1) & ~v sets a byte's high bit when that byte is zero; x - 0x20 does when x < 0x20.
         let t = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | (x &- ones &* 0x20) | x
-        return t & (ones &* 0x80) != 0
+        return t & (ones &* 0x80)
     }
 
     /// Validates the escape at `i` (a backslash) and moves past it.

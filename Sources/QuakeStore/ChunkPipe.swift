@@ -4,10 +4,27 @@ import QuakeFeed
 /// One chunk's worth of parsed features, handed from the producer (which reads and parses the
 /// document) to the import (which applies them inside the write transaction).
 struct ParsedBatch: Sendable {
-    var items: [FeedItem]
+    var elements: [ParsedElement]
+    /// The bytes of the elements sent undecoded, back to back (see ``ParsedElement/Content/raw``).
+    var bytes: [UInt8] = []
     /// The parser's position after this batch: bytes consumed and `features` elements seen.
     var bytesConsumed: Int
     var featureCount: Int
+}
+
+/// One element of `features`, as the producer passes it on.
+struct ParsedElement: Sendable {
+    enum Content: Sendable {
+        /// Decoded on the producer's side.
+        case decoded(FeedItem)
+        /// Validated but not decoded: the element's bytes are `range` of the batch's `bytes`
+        /// (document offset `offset`); the import decodes them only if the stored row differs.
+        case raw(id: String?, hasAliases: Bool, range: Range<Int>, offset: Int)
+    }
+    var index: Int
+    /// ``FeedElement/hash``.
+    var hash: UInt64
+    var content: Content
 }
 
 /// Hands parsed batches from an async producer (an HTTP body, a file reader, parsed as it arrives)
@@ -27,6 +44,7 @@ final class ChunkPipe: @unchecked Sendable {
     private var failure: (any Error)?
     private var consumerGone = false
     private var waitingProducer: CheckedContinuation<Void, any Error>?
+    private var decodeOnProducer = true
 
     init(capacity: Int = 8) {
         self.capacity = capacity
@@ -88,7 +106,8 @@ final class ChunkPipe: @unchecked Sendable {
         if let failure { throw failure }
         guard head < queue.count else { return nil }
         let chunk = queue[head]
-        queue[head].items = []
+        queue[head].elements = []
+        queue[head].bytes = []
         head += 1
         if head == queue.count {
             queue.removeAll(keepingCapacity: true)
@@ -99,6 +118,22 @@ final class ChunkPipe: @unchecked Sendable {
             waiting.resume()
         }
         return chunk
+    }
+
+    /// Whether the producer should decode the elements it parses. The import turns this off while
+    /// most features are found unchanged by their hash (a re-import: decoding them would be
+    /// wasted) and on while most are new or changed (decoding then overlaps the SQLite work).
+    var decodeEagerly: Bool {
+        get {
+            condition.lock()
+            defer { condition.unlock() }
+            return decodeOnProducer
+        }
+        set {
+            condition.lock()
+            decodeOnProducer = newValue
+            condition.unlock()
+        }
     }
 
     /// The consumer stops reading: queued chunks are dropped and the producer's next send throws.

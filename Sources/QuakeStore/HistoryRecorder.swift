@@ -14,6 +14,8 @@ struct HistoryRecorder {
     let source: String?
     let timestamp: Int64
     private(set) var token: HistoryToken?
+    /// Change rows written so far, by kind (coalescing moves a row from one kind to another).
+    private var counts: [ChangeKind: Int] = [:]
     private let insertChange: RawStatement
     /// The common case, an insert's change row, with fewer bindings.
     private let insertInsertChange: RawStatement
@@ -37,11 +39,12 @@ struct HistoryRecorder {
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
         insertInsertChange.bind(1, token)
-        insertInsertChange.bind(2, id)
-        try insertInsertChange.step()
+        try insertInsertChange.withText(2, id) { try insertInsertChange.step() }
         if sqlite3_changes(db.sqliteConnection) == 0 {
             try coalesce(
                 token: token, id: id, kind: .insert, fields: nil, tombstoneJSON: nil, reason: nil, supersededBy: nil)
+        } else {
+            counts[.insert, default: 0] += 1
         }
     }
 
@@ -58,13 +61,7 @@ struct HistoryRecorder {
     /// Writes the transaction's counts. Returns its token, or `nil` when nothing changed.
     mutating func finish() throws -> HistoryToken? {
         guard let token else { return nil }
-        var counts: [String: Int] = [:]
-        for row in try Row.fetchAll(
-            db, sql: "SELECT kind, count(*) FROM historyChanges WHERE token = ? GROUP BY kind", arguments: [token])
-        {
-            counts[row[0]] = row[1]
-        }
-        if counts.isEmpty {
+        if counts.values.allSatisfy({ $0 == 0 }) {
             // Every change cancelled out (an insert then a delete of the same quake).
             try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
             self.token = nil
@@ -72,9 +69,7 @@ struct HistoryRecorder {
         }
         try db.execute(
             sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
-            arguments: [
-                counts["insert", default: 0], counts["update", default: 0], counts["delete", default: 0], token,
-            ])
+            arguments: [counts[.insert, default: 0], counts[.update, default: 0], counts[.delete, default: 0], token])
         return token
     }
 
@@ -108,11 +103,13 @@ struct HistoryRecorder {
             try coalesce(
                 token: token, id: id, kind: kind, fields: fields, tombstoneJSON: tombstoneJSON, reason: reason,
                 supersededBy: supersededBy)
+        } else {
+            counts[kind, default: 0] += 1
         }
     }
 
     /// The quake already changed earlier in this transaction: fold the new change into that row.
-    private func coalesce(
+    private mutating func coalesce(
         token: HistoryToken, id: String, kind: ChangeKind, fields: [FieldChange]?, tombstoneJSON: String?,
         reason: DeleteReason?, supersededBy: String?
     ) throws {
@@ -129,11 +126,13 @@ struct HistoryRecorder {
             break  // still an insert; readers get the current row
         case (.insert, .delete):
             try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
+            counts[.insert, default: 0] -= 1
         case (.update, .update):
             let before = try JSONDecoder().decode([FieldChange].self, from: Data((row[1] as String).utf8))
             let merged = Self.merge(before, fields ?? [])
             if merged.isEmpty {
                 try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
+                counts[.update, default: 0] -= 1
             } else {
                 try db.execute(
                     sql: "UPDATE historyChanges SET fields = ? WHERE token = ? AND quakeId = ?",
@@ -148,6 +147,8 @@ struct HistoryRecorder {
                     WHERE token = ? AND quakeId = ?
                     """,
                 arguments: [kind.rawValue, tombstoneJSON, reason?.rawValue, supersededBy, token, id])
+            counts[earlier, default: 0] -= 1
+            counts[kind, default: 0] += 1
         }
     }
 

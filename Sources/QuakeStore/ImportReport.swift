@@ -26,6 +26,14 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var bytes: Int = 0
     /// Wall time of the import.
     public var durationMs: Int = 0
+    /// Of `unchanged`, the features recognised by their bytes' hash alone (see `feedHash`).
+    /// Internal bookkeeping: not part of the report's JSON.
+    var unchangedByHash = 0
+
+    private enum CodingKeys: String, CodingKey {
+        case store, source, token, features, inserted, updated, unchanged, stale, superseded, skipped, bytes
+        case durationMs
+    }
 
     public init(store: String, source: String) {
         self.store = store

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import QuakeFeed
@@ -27,6 +28,7 @@ public struct QuakeStore: Sendable {
 
     /// Opens (creating and migrating as needed) the store at `path`.
     public init(path: String) throws {
+        _ = Self.sqliteConfigured
         var configuration = Configuration()
         configuration.label = "quakes"
         configuration.busyMode = .timeout(10)
@@ -50,6 +52,13 @@ public struct QuakeStore: Sendable {
             try String.fetchOne(db, sql: "SELECT storeId FROM storeInfo")!
         }
     }
+
+    /// SQLite's process-wide settings, made once before the process opens its first connection:
+    /// multi-thread mode (GRDB never uses a connection from two threads at once, so the
+    /// serialized mode's mutex, taken on every SQLite call, dozens per imported feature, protects
+    /// nothing) and no memory statistics (a global mutex on every allocation; nothing reads them).
+    /// If the process used SQLite before, the settings stay as they were; only speed differs.
+    static let sqliteConfigured: Int32 = quaked_sqlite_configure()
 
     /// Closes the database. Later calls fail.
     public func close() throws {
@@ -206,7 +215,7 @@ public struct FeedSink: Sendable {
     /// Parses a chunk; returns the batch to send, if any. On a parse error the pipe fails with it.
     private func parse(_ chunk: UnsafeRawBufferPointer) throws -> ParsedBatch? {
         do {
-            return try state.consume(chunk)
+            return try state.consume(chunk, decode: pipe.decodeEagerly)
         } catch {
             pipe.finish(throwing: error)
             throw ChunkPipe.ConsumerGone()
@@ -236,7 +245,7 @@ private final class SinkState: @unchecked Sendable {
         self.maxBytes = maxBytes
     }
 
-    func consume(_ chunk: UnsafeRawBufferPointer) throws -> ParsedBatch? {
+    func consume(_ chunk: UnsafeRawBufferPointer, decode: Bool) throws -> ParsedBatch? {
         lock.lock()
         defer { lock.unlock() }
         if let maxBytes, parser.bytesConsumed + chunk.count > maxBytes {
@@ -244,14 +253,28 @@ private final class SinkState: @unchecked Sendable {
                 kind: .tooLarge, message: "the feed is larger than the maximum of \(maxBytes) bytes",
                 byteOffset: maxBytes, featureIndex: parser.featureCount)
         }
-        var items: [FeedItem] = []
+        var batch = ParsedBatch(elements: [], bytesConsumed: 0, featureCount: 0)
         do {
-            try parser.consume(chunk) { items.append($0) }
+            try parser.consume(chunk, decode: decode) { element in
+                let content: ParsedElement.Content
+                if let item = element.item {
+                    content = .decoded(item)
+                } else {
+                    let start = batch.bytes.count
+                    batch.bytes.append(contentsOf: element.bytes)
+                    content = .raw(
+                        id: element.id, hasAliases: element.hasAliases, range: start..<batch.bytes.count,
+                        offset: element.offset)
+                }
+                batch.elements.append(ParsedElement(index: element.index, hash: element.hash, content: content))
+            }
         } catch let error as FeedError {
             throw ImportError(error)
         }
-        guard !items.isEmpty else { return nil }
-        return ParsedBatch(items: items, bytesConsumed: parser.bytesConsumed, featureCount: parser.featureCount)
+        guard !batch.elements.isEmpty else { return nil }
+        batch.bytesConsumed = parser.bytesConsumed
+        batch.featureCount = parser.featureCount
+        return batch
     }
 
     func finish() throws -> ParsedBatch {
@@ -262,6 +285,6 @@ private final class SinkState: @unchecked Sendable {
         } catch let error as FeedError {
             throw ImportError(error)
         }
-        return ParsedBatch(items: [], bytesConsumed: parser.bytesConsumed, featureCount: parser.featureCount)
+        return ParsedBatch(elements: [], bytesConsumed: parser.bytesConsumed, featureCount: parser.featureCount)
     }
 }

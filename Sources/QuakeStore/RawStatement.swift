@@ -33,6 +33,19 @@ struct RawStatement {
         }
     }
 
+    /// Binds `value` without a copy (SQLITE_STATIC) for the duration of `body`, which steps the
+    /// statement; the binding is cleared before the string's bytes can go away.
+    @discardableResult
+    func withText<R>(_ index: Int32, _ value: String, _ body: () throws -> R) rethrows -> R {
+        var value = value
+        return try value.withUTF8 { utf8 in
+            let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
+            sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+            defer { sqlite3_bind_null(handle, index) }
+            return try body()
+        }
+    }
+
     func bind(_ index: Int32, _ value: Int64?) {
         guard let value else { return }
         sqlite3_bind_int64(handle, index, value)

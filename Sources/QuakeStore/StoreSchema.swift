@@ -89,6 +89,42 @@ enum StoreSchema {
                     );
                     """)
         }
+        migrator.registerMigration("v3-feed-hash") { db in
+            // XXH64 of the feature's bytes as last imported (FeedElement.hash, seeded with the
+            // decoder's version): a re-import finds an unchanged feature by its id and this hash
+            // without decoding it. NULL for rows written before this column existed, which are
+            // compared field by field instead.
+            try db.execute(sql: "ALTER TABLE quakes ADD COLUMN feedHash INTEGER")
+        }
+        migrator.registerMigration("v4-history-kind-check") { db in
+            // Same table, same rows; only `kind`'s CHECK is spelled without IN: SQLite builds an
+            // ephemeral table for `IN (list)` on every statement it checks, which made each
+            // change row cost about twice as much to write. Rebuilt as SQLite's ALTER TABLE
+            // documentation describes; the trigger that names the table is dropped first and
+            // made again, or the rename would fail on it.
+            try db.execute(
+                sql: """
+                    DROP TRIGGER historyTransactions_cascade;
+                    CREATE TABLE historyChanges_v4 (
+                        token INTEGER NOT NULL,
+                        quakeId TEXT NOT NULL,
+                        kind TEXT NOT NULL CHECK (kind = 'insert' OR kind = 'update' OR kind = 'delete'),
+                        fields TEXT CHECK ((kind = 'update') = (fields IS NOT NULL)),
+                        tombstone TEXT CHECK ((kind = 'delete') = (tombstone IS NOT NULL)),
+                        reason TEXT CHECK ((kind = 'delete') = (reason IS NOT NULL)),
+                        supersededBy TEXT CHECK (supersededBy IS NULL OR reason = 'superseded'),
+                        PRIMARY KEY (token, quakeId)
+                    ) WITHOUT ROWID;
+                    INSERT INTO historyChanges_v4 (token, quakeId, kind, fields, tombstone, reason, supersededBy)
+                        SELECT token, quakeId, kind, fields, tombstone, reason, supersededBy FROM historyChanges;
+                    DROP TABLE historyChanges;
+                    ALTER TABLE historyChanges_v4 RENAME TO historyChanges;
+                    CREATE TRIGGER historyTransactions_cascade AFTER DELETE ON historyTransactions
+                    BEGIN
+                        DELETE FROM historyChanges WHERE token = old.token;
+                    END;
+                    """)
+        }
         return migrator
     }
 }

@@ -166,7 +166,7 @@ struct HistoryTests {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
             let names = try await store.pool.read { db in try db.columns(in: "quakes").map(\.name) }
-            #expect(names == QuakeColumns.names)
+            #expect(names == QuakeColumns.names + ["feedHash"])
             var q = FeedFeature(id: "xx1", time: 1_000)
             q.mag = 2.5099999999999998
             q.place = "‘Ohonua, Tonga"
