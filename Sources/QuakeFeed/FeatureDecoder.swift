@@ -81,17 +81,18 @@ extension JSONReader {
         return 0
     }
 
-    /// Decodes one element of `features` (at `i`, after whitespace). `depth` is the element's depth.
-    mutating func feature(index: Int, depth: Int) throws(ReadStop) -> FeedItem {
+    /// Decodes one element of `features` (at `i`, after whitespace), its texts appended to
+    /// `arena`. `depth` is the element's depth.
+    mutating func feature(depth: Int) throws(ReadStop) -> DecodedElement {
         let c = try nextNonWS()
         guard c == UInt8(ascii: "{") else {
             try skipValue(depth: depth)
-            return .skipped(.notAnObject, index: index, detail: "feature: expected an object, found \(jsonTypeName(c))")
+            return .skipped(.notAnObject, detail: "feature: expected an object, found \(jsonTypeName(c))")
         }
         try enter(depth)
         i &+= 1
-        var f = FeedFeature(id: "", time: 0)
-        var id: String?
+        var f = FeatureRecord()
+        var id: TextSpan?
         var idProblem = "id: missing"
         var time: Int64?
         var timeProblem = "properties.time: missing"
@@ -106,7 +107,7 @@ extension JSONReader {
                     id = nil
                     if v == UInt8(ascii: "\"") {
                         let s = try scanString()
-                        if s.end > s.start { id = string(s) } else { idProblem = "id: empty string" }
+                        if s.end > s.start { id = text(s) } else { idProblem = "id: empty string" }
                     } else {
                         try skipValue(depth: depth + 1)
                         idProblem = "id: expected a string, found \(jsonTypeName(v))"
@@ -150,17 +151,24 @@ extension JSONReader {
                 }
             } while try !endOfObject()
         }
-        guard let id else { return .skipped(.missingID, index: index, detail: idProblem) }
-        guard let time else { return .skipped(.missingTime, index: index, detail: timeProblem) }
-        if let invalid { return .skipped(.invalidField, index: index, detail: invalid) }
+        guard let id else { return .skipped(.missingID, detail: idProblem) }
+        guard let time else { return .skipped(.missingTime, detail: timeProblem) }
+        if let invalid { return .skipped(.invalidField, detail: invalid) }
         f.id = id
         f.time = time
-        return .feature(f, index: index)
+        if f.ids.count > 2 {
+            f.hasAliases = arena.withUnsafeBytes { arena in
+                memchr(arena.baseAddress! + Int(f.ids.start) + 1, Int32(UInt8(ascii: ",")), Int(f.ids.count) - 2)
+                    != nil
+            }
+        }
+        return .record(f)
     }
 
     /// The `properties` object (at its `{`).
     private mutating func properties(
-        _ f: inout FeedFeature, _ time: inout Int64?, _ timeProblem: inout String, _ invalid: inout String?, depth: Int
+        _ f: inout FeatureRecord, _ time: inout Int64?, _ timeProblem: inout String, _ invalid: inout String?,
+        depth: Int
     ) throws(ReadStop) {
         try enter(depth)
         i &+= 1
@@ -168,7 +176,7 @@ extension JSONReader {
         repeat {
             switch try key() {
             case Key.mag: f.mag = try double("mag", &invalid, depth)
-            case Key.place: f.place = try string("place", &invalid, depth)
+            case Key.place: f.place = try text("place", &invalid, depth)
             case Key.time:
                 time = nil
                 let v = try nextNonWS()
@@ -191,32 +199,38 @@ extension JSONReader {
                 }
             case Key.updated: f.updated = try integer("updated", &invalid, depth)
             case Key.tz: f.tz = try integer("tz", &invalid, depth)
-            case Key.url: f.url = try string("url", &invalid, depth)
-            case Key.detail: f.detail = try string("detail", &invalid, depth)
+            case Key.url: f.url = try text("url", &invalid, depth)
+            case Key.detail: f.detail = try text("detail", &invalid, depth)
             case Key.felt: f.felt = try integer("felt", &invalid, depth)
             case Key.cdi: f.cdi = try double("cdi", &invalid, depth)
             case Key.mmi: f.mmi = try double("mmi", &invalid, depth)
-            case Key.alert: f.alert = try string("alert", &invalid, depth)
+            case Key.alert: f.alert = try text("alert", &invalid, depth)
             case Key.status:
-                f.status = try string("status", &invalid, depth).map { s in
-                    // Old data says "REVIEWED"; skip the Unicode lower-casing when nothing changes.
-                    s.utf8.contains { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || $0 >= 0x80 }
-                        ? s.lowercased() : s
+                f.status = try text("status", &invalid, depth)
+                // Old data says "REVIEWED"; skip the Unicode lower-casing when nothing changes.
+                let needsLowercasing = arena.withUnsafeBytes { arena in
+                    FeatureRecord.bytes(f.status, in: arena).contains {
+                        ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || $0 >= 0x80
+                    }
+                }
+                if needsLowercasing {
+                    let lowered = arena.withUnsafeBytes { FeatureRecord.string(f.status, in: $0)! }.lowercased()
+                    f.status = append(lowered.utf8)
                 }
             case Key.tsunami: f.tsunami = try integer("tsunami", &invalid, depth)
             case Key.sig: f.sig = try integer("sig", &invalid, depth)
-            case Key.net: f.net = try string("net", &invalid, depth)
-            case Key.code: f.code = try string("code", &invalid, depth)
-            case Key.ids: f.ids = try string("ids", &invalid, depth)
-            case Key.sources: f.sources = try string("sources", &invalid, depth)
-            case Key.types: f.types = try string("types", &invalid, depth)
+            case Key.net: f.net = try text("net", &invalid, depth)
+            case Key.code: f.code = try text("code", &invalid, depth)
+            case Key.ids: f.ids = try text("ids", &invalid, depth)
+            case Key.sources: f.sources = try text("sources", &invalid, depth)
+            case Key.types: f.types = try text("types", &invalid, depth)
             case Key.nst: f.nst = try integer("nst", &invalid, depth)
             case Key.dmin: f.dmin = try double("dmin", &invalid, depth)
             case Key.rms: f.rms = try double("rms", &invalid, depth)
             case Key.gap: f.gap = try double("gap", &invalid, depth)
-            case Key.magType: f.magType = try string("magType", &invalid, depth)
-            case Key.type: f.type = try string("type", &invalid, depth)
-            case Key.title: f.title = try string("title", &invalid, depth)
+            case Key.magType: f.magType = try text("magType", &invalid, depth)
+            case Key.type: f.type = try text("type", &invalid, depth)
+            case Key.title: f.title = try text("title", &invalid, depth)
             default: try skipValue(depth: depth + 1)
             }
         } while try !endOfObject()
@@ -253,14 +267,14 @@ extension JSONReader {
         return nil
     }
 
-    /// A property value that must be a string or null.
-    @inline(__always) private mutating func string(
+    /// A property value that must be a string or null, appended to `arena`.
+    @inline(__always) private mutating func text(
         _ name: StaticString, _ invalid: inout String?, _ depth: Int
-    ) throws(ReadStop) -> String? {
+    ) throws(ReadStop) -> TextSpan {
         let v = try nextNonWS()
-        if v == UInt8(ascii: "\"") { return string(try scanString()) }
+        if v == UInt8(ascii: "\"") { return text(try scanString()) }
         try wrongType(v, name, "a string or null", &invalid, depth)
-        return nil
+        return .null
     }
 
     /// Skips a property value that is null (fine) or of the wrong type (recorded in `invalid`).
@@ -275,7 +289,7 @@ extension JSONReader {
 
     /// The `geometry` object (at its `{`): `coordinates` must be [lon, lat] or [lon, lat, depth],
     /// each a number or null.
-    private mutating func geometry(_ f: inout FeedFeature, _ invalid: inout String?, depth: Int) throws(ReadStop) {
+    private mutating func geometry(_ f: inout FeatureRecord, _ invalid: inout String?, depth: Int) throws(ReadStop) {
         try enter(depth)
         i &+= 1
         var problem: String? = "geometry.coordinates: missing"

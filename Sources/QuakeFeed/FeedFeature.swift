@@ -98,12 +98,17 @@ public struct FeedElement {
     /// ``hash(_:)`` of `bytes`: equal hashes mean (up to a 2⁻⁶⁴ chance) equal bytes, which
     /// decode to equal items.
     public let hash: UInt64
-    /// The decoded element, when it was parsed with decoding.
-    public let item: FeedItem?
+    /// The decoded element, when it was parsed with decoding; a record's texts are in `arena`.
+    public let decoded: DecodedElement?
+    /// Where the texts of a decoded record are. Valid only during the callback.
+    public let arena: UnsafeRawBufferPointer
     /// Without decoding: the feature's `id` if it is a non-empty string.
     public let id: String?
     /// Without decoding: whether `properties.ids` may list other ids than the feature's own.
     public let hasAliases: Bool
+
+    /// The decoded element as a ``FeedItem`` (texts copied out as strings).
+    public var item: FeedItem? { decoded?.item(index: index, arena: arena) }
 
     /// The seed of ``hash(_:)``, which names the decoder's version: a change to how bytes decode
     /// into a ``FeedItem`` must change it, or stored hashes would vouch for rows decoded the old way.

@@ -47,6 +47,8 @@ public struct FeedParser: Sendable {
     /// Finds the end of the incomplete value at `carry[0]`, so it is decoded once, when complete.
     private var boundary: ValueBoundary?
     private var failure: FeedError?
+    /// The texts of the records decoded by the current `consume` call (see ``takeArena()``).
+    private var arena: [UInt8] = []
 
     public init(limits: FeedParser.Limits = .init()) {
         self.limits = limits
@@ -58,6 +60,15 @@ public struct FeedParser: Sendable {
         try consume(chunk, decode: true) { element in try body(element.item!) }
     }
 
+    /// The arena the records of the last `consume` call point into; the parser starts a new one.
+    /// Take it before the next call, which otherwise reuses the memory.
+    public mutating func takeArena() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &arena)
+        arena.reserveCapacity(taken.count)
+        return taken
+    }
+
     /// Parses as much of the document as `chunk` allows; calls `body` for each complete element
     /// of `features`, in order, with its bytes and their hash. With `decode`, each element comes
     /// decoded (``FeedElement/item``); without, it is only validated as JSON and its `id` read,
@@ -66,6 +77,7 @@ public struct FeedParser: Sendable {
         _ chunk: UnsafeRawBufferPointer, decode: Bool, _ body: (FeedElement) throws -> Void
     ) throws {
         if let failure { throw failure }
+        arena.removeAll(keepingCapacity: true)
         var rest = chunk
         var restBase = bytesConsumed
         bytesConsumed += chunk.count
@@ -151,6 +163,11 @@ public struct FeedParser: Sendable {
         _ body: (FeedElement) throws -> Void
     ) throws(FeedError) -> (stop: Int, bodyError: (any Error)?) {
         var r = JSONReader(buf, base: base, endIsDelimiter: endIsDelimiter, maxDepth: limits.maxDepth)
+        swap(&r.arena, &arena)
+        defer { swap(&r.arena, &arena) }
+        /// The arena's length before the current element: what it goes back to if the element
+        /// turns out incomplete and is decoded again later.
+        var arenaMark = r.arena.count
         let limit = limits.maxFeatureBytes
         var valueStart = 0
         // Reads of a value see at most limit + 1 bytes: enough to tell "too large" from "complete".
@@ -266,22 +283,30 @@ public struct FeedParser: Sendable {
                         continue
                     }
                     beginValue(&r)
-                    var item: FeedItem?
+                    arenaMark = r.arena.count
+                    var decoded: DecodedElement?
                     var identity: (id: String?, hasAliases: Bool) = (nil, false)
                     if decode {
-                        item = try r.feature(index: featureCount, depth: 3)
+                        decoded = try r.feature(depth: 3)
                     } else {
                         identity = try r.featureIdentity(depth: 3)
                     }
                     try endValue(&r)
                     let bytes = UnsafeRawBufferPointer(rebasing: buf[valueStart..<r.i])
-                    let element = FeedElement(
-                        index: featureCount, bytes: bytes, offset: base + valueStart, hash: FeedElement.hash(bytes),
-                        item: item,
-                        id: identity.id, hasAliases: identity.hasAliases)
+                    let index = featureCount
                     featureCount += 1
                     state = .afterElement
-                    do { try body(element) } catch { return (r.i, error) }
+                    do {
+                        try r.arena.withUnsafeBytes { arena in
+                            try body(
+                                FeedElement(
+                                    index: index, bytes: bytes, offset: base + valueStart,
+                                    hash: FeedElement.hash(bytes), decoded: decoded, arena: arena, id: identity.id,
+                                    hasAliases: identity.hasAliases))
+                        }
+                    } catch {
+                        return (r.i, error)
+                    }
                 case .afterElement:
                     if c == UInt8(ascii: ",") {
                         state = .element
@@ -302,6 +327,7 @@ public struct FeedParser: Sendable {
             case .failed(let failed):
                 e = failed
             case .needMore:
+                r.arena.removeSubrange(arenaMark...)
                 if r.end - valueStart > limit {
                     e = tooLargeError(r, valueStart)
                 } else if eof {
@@ -328,7 +354,8 @@ public struct FeedParser: Sendable {
     ) throws(FeedError) -> FeedItem {
         var r = JSONReader(bytes, base: base, endIsDelimiter: true, maxDepth: limits.maxDepth)
         do throws(ReadStop) {
-            return try r.feature(index: index, depth: 3)
+            let decoded = try r.feature(depth: 3)
+            return r.arena.withUnsafeBytes { decoded.item(index: index, arena: $0) }
         } catch {
             var e: FeedError
             switch error {

@@ -41,6 +41,8 @@ struct JSONReader {
     let maxDepth: Int
     /// Reused buffer for strings with escapes.
     var scratch: [UInt8] = []
+    /// Where decoded texts go (see `text(_:)`); its owner moves it in and out.
+    var arena: [UInt8] = []
 
     init(_ buffer: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, maxDepth: Int) {
         p = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
@@ -337,6 +339,24 @@ struct JSONReader {
         }
         unescape(s.start, s.end)
         return String(decoding: scratch, as: UTF8.self)
+    }
+
+    /// Appends the text of a string scanned by `scanString` to `arena`.
+    mutating func text(_ s: (start: Int, end: Int, escaped: Bool)) -> TextSpan {
+        if !s.escaped {
+            return append(UnsafeRawBufferPointer(start: p + s.start, count: s.end - s.start))
+        }
+        unescape(s.start, s.end)
+        let start = arena.count
+        arena.append(contentsOf: scratch)
+        return TextSpan(start: Int32(start), count: Int32(arena.count - start))
+    }
+
+    /// Appends `bytes` to `arena`.
+    mutating func append(_ bytes: some Collection<UInt8>) -> TextSpan {
+        let start = arena.count
+        arena.append(contentsOf: bytes)
+        return TextSpan(start: Int32(start), count: Int32(arena.count - start))
     }
 
     /// Decodes the already validated string content `start..<end` into `scratch`.

@@ -5,6 +5,8 @@ import QuakeFeed
 /// document) to the import (which applies them inside the write transaction).
 struct ParsedBatch: Sendable {
     var elements: [ParsedElement]
+    /// The texts of the decoded records (see ``ParsedElement/Content/record``).
+    var arena: [UInt8] = []
     /// The bytes of the elements sent undecoded, back to back (see ``ParsedElement/Content/raw``).
     var bytes: [UInt8] = []
     /// The parser's position after this batch: bytes consumed and `features` elements seen.
@@ -15,8 +17,10 @@ struct ParsedBatch: Sendable {
 /// One element of `features`, as the producer passes it on.
 struct ParsedElement: Sendable {
     enum Content: Sendable {
-        /// Decoded on the producer's side.
-        case decoded(FeedItem)
+        /// Decoded on the producer's side; its texts are in the batch's `arena`.
+        case record(FeatureRecord)
+        /// Decoded on the producer's side, and not importable.
+        case skipped(SkipReason)
         /// Validated but not decoded: the element's bytes are `range` of the batch's `bytes`
         /// (document offset `offset`); the import decodes them only if the stored row differs.
         case raw(id: String?, hasAliases: Bool, range: Range<Int>, offset: Int)
@@ -107,6 +111,7 @@ final class ChunkPipe: @unchecked Sendable {
         guard head < queue.count else { return nil }
         let chunk = queue[head]
         queue[head].elements = []
+        queue[head].arena = []
         queue[head].bytes = []
         head += 1
         if head == queue.count {

@@ -61,10 +61,12 @@ struct FeedImport {
         do {
             while let batch = try pipe.receive() {
                 var decoded = 0
-                try batch.elements.withUnsafeBufferPointer { elements in
-                    for i in elements.indices {  // borrowed in place, not copied
-                        featureCount = elements[i].index + 1
-                        if try !apply(elements[i], bytes: batch.bytes) { decoded += 1 }
+                try batch.arena.withUnsafeBytes { arena in
+                    try batch.elements.withUnsafeBufferPointer { elements in
+                        for i in elements.indices {  // borrowed in place, not copied
+                            featureCount = elements[i].index + 1
+                            if try !apply(elements[i], arena: arena, bytes: batch.bytes) { decoded += 1 }
+                        }
                     }
                 }
                 // Mostly unchanged features: let the producer stop decoding them (see `apply`).
@@ -120,11 +122,16 @@ struct FeedImport {
 
     /// Applies one element. Returns `true` when it was found unchanged by its hash alone, without
     /// decoding: the stored row was written from the very same bytes.
-    private mutating func apply(_ element: ParsedElement, bytes: [UInt8]) throws -> Bool {
+    private mutating func apply(_ element: ParsedElement, arena: UnsafeRawBufferPointer, bytes: [UInt8]) throws
+        -> Bool
+    {
         let item: FeedItem
         switch element.content {
-        case .decoded(let decoded):
-            item = decoded
+        case .record(let record):
+            return try apply(record, arena: arena, hash: element.hash)
+        case .skipped(let reason):
+            report.skipped[reason.rawValue, default: 0] += 1
+            return false
         case .raw(let id, let hasAliases, let range, let offset):
             // A feature listing other ids goes the long way: an alias may have been stored since.
             if let id, !hasAliases, try storedHash(of: id) == element.hash {
@@ -144,6 +151,37 @@ struct FeedImport {
         case .feature(let feature, _):
             return try apply(feature, hash: element.hash)
         }
+    }
+
+    /// Applies one record decoded on the producer's side: the two common cases (a new quake, a
+    /// quake stored from the same bytes) straight from its arena, anything else as a ``FeedFeature``.
+    private mutating func apply(_ record: FeatureRecord, arena: UnsafeRawBufferPointer, hash: UInt64) throws -> Bool {
+        let id = FeatureRecord.bytes(record.id, in: arena)
+        if expectNew && !record.hasAliases {
+            try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
+            if sqlite3_changes(db.sqliteConnection) == 1 {
+                try recorder.recordInsert(id: id)
+                report.inserted += 1
+                return false
+            }
+            expectNew = false
+        }
+        if !record.hasAliases, try storedHash(of: id) == hash {
+            report.unchanged += 1
+            report.unchangedByHash += 1
+            return true
+        }
+        return try apply(record.feature(in: arena), hash: hash)
+    }
+
+    /// The `feedHash` of the row stored under `id` (UTF-8), if any.
+    private func storedHash(of id: UnsafeRawBufferPointer) throws -> UInt64? {
+        let s = selectHash.handle
+        sqlite3_reset(s)
+        selectHash.bindStatic(1, id)
+        defer { sqlite3_reset(s) }  // no statement stays mid-step across the commit
+        guard try selectHash.step() else { return nil }
+        return selectHash.int64(0).map { UInt64(bitPattern: $0) }
     }
 
     /// The `feedHash` of the row stored under `id`, if any.

@@ -35,6 +35,23 @@ struct HistoryRecorder {
         self.timestamp = QuakeStore.milliseconds(now)
     }
 
+    /// ``recordInsert(id:)`` with the id as UTF-8 bytes.
+    mutating func recordInsert(id: UnsafeRawBufferPointer) throws {
+        let token = try currentToken()
+        sqlite3_reset(insertInsertChange.handle)
+        insertInsertChange.bind(1, token)
+        insertInsertChange.bindStatic(2, id)
+        defer { sqlite3_bind_null(insertInsertChange.handle, 2) }
+        try insertInsertChange.step()
+        if sqlite3_changes(db.sqliteConnection) == 0 {
+            try coalesce(
+                token: token, id: String(decoding: id, as: UTF8.self), kind: .insert, fields: nil,
+                tombstoneJSON: nil, reason: nil, supersededBy: nil)
+        } else {
+            counts[.insert, default: 0] += 1
+        }
+    }
+
     mutating func recordInsert(id: String) throws {
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)

@@ -145,6 +145,58 @@ extension QuakeColumns {
         try s.step()
     }
 
+    /// ``bindAndStep(_:hash:_:_:)`` for a record: its texts are bound where they are, in `arena`
+    /// (SQLITE_STATIC), which stays put until the statement is bound anew.
+    static func bindAndStep(_ q: FeatureRecord, arena: UnsafeRawBufferPointer, hash: UInt64, _ s: RawStatement) throws {
+        let h = s.handle
+        sqlite3_reset(h)
+        @inline(__always) func real(_ i: Int32, _ v: Double?) {
+            if let v { sqlite3_bind_double(h, i, v) } else { sqlite3_bind_null(h, i) }
+        }
+        @inline(__always) func int(_ i: Int32, _ v: Int64?) {
+            if let v { sqlite3_bind_int64(h, i, v) } else { sqlite3_bind_null(h, i) }
+        }
+        @inline(__always) func text(_ i: Int32, _ span: TextSpan) {
+            if span.isNull {
+                sqlite3_bind_null(h, i)
+            } else {
+                s.bindStatic(i, FeatureRecord.bytes(span, in: arena))
+            }
+        }
+        text(1, q.id)
+        real(2, q.mag)
+        text(3, q.place)
+        sqlite3_bind_int64(h, 4, q.time)
+        int(5, q.updated)
+        int(6, q.tz)
+        text(7, q.url)
+        text(8, q.detail)
+        int(9, q.felt)
+        real(10, q.cdi)
+        real(11, q.mmi)
+        text(12, q.alert)
+        text(13, q.status)
+        int(14, q.tsunami)
+        int(15, q.sig)
+        text(16, q.net)
+        text(17, q.code)
+        text(18, q.ids)
+        text(19, q.sources)
+        text(20, q.types)
+        int(21, q.nst)
+        real(22, q.dmin)
+        real(23, q.rms)
+        real(24, q.gap)
+        text(25, q.magType)
+        text(26, q.type)
+        text(27, q.title)
+        real(28, q.lon)
+        real(29, q.lat)
+        real(30, q.depth)
+        sqlite3_bind_int64(h, feedHashParameter, Int64(bitPattern: hash))
+        try s.step()
+    }
+
     /// Reads the current row of a statement that selected `\(list)`.
     static func feature(from s: RawStatement) -> FeedFeature {
         var q = FeedFeature(id: s.string(0) ?? "", time: s.int64(3) ?? 0)

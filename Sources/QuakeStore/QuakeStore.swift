@@ -257,9 +257,12 @@ private final class SinkState: @unchecked Sendable {
         do {
             try parser.consume(chunk, decode: decode) { element in
                 let content: ParsedElement.Content
-                if let item = element.item {
-                    content = .decoded(item)
-                } else {
+                switch element.decoded {
+                case .record(let record):
+                    content = .record(record)
+                case .skipped(let reason, _):
+                    content = .skipped(reason)
+                case nil:
                     let start = batch.bytes.count
                     batch.bytes.append(contentsOf: element.bytes)
                     content = .raw(
@@ -272,6 +275,7 @@ private final class SinkState: @unchecked Sendable {
             throw ImportError(error)
         }
         guard !batch.elements.isEmpty else { return nil }
+        batch.arena = parser.takeArena()
         batch.bytesConsumed = parser.bytesConsumed
         batch.featureCount = parser.featureCount
         return batch

@@ -46,6 +46,13 @@ struct RawStatement {
         }
     }
 
+    /// Binds `bytes` as text without a copy (SQLITE_STATIC): they must stay put until the
+    /// statement is reset or bound anew.
+    func bindStatic(_ index: Int32, _ bytes: UnsafeRawBufferPointer) {
+        let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!  // "" is text, not NULL
+        sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+    }
+
     func bind(_ index: Int32, _ value: Int64?) {
         guard let value else { return }
         sqlite3_bind_int64(handle, index, value)
