@@ -35,7 +35,12 @@ struct FeedImport {
         self.report = report
         self.recorder = try HistoryRecorder(db: db, author: .import, source: report.source, now: now)
         // Before the statements are prepared: a schema change makes them prepare again.
-        deferredIndexes = try Self.dropSecondaryIndexesIfEmpty(db)
+        let startsEmpty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true
+        deferredIndexes = startsEmpty ? try Self.dropSecondaryIndexes(db) : []
+        // Into an empty table, the import's history is exactly one insert per row it leaves
+        // (an insert then an update is an insert; an insert then a delete is nothing): written
+        // at the end in one statement, in key order, instead of one change row per feature.
+        recorder.recordsInsertsOfTableAtFinish = startsEmpty
         // `feedHash` last: column 30, after the 30 columns `QuakeColumns.feature(from:)` reads.
         select = try RawStatement(db, sql: "SELECT \(QuakeColumns.list), feedHash FROM quakes WHERE id = ?")
         // OR IGNORE: a statement that cannot abort halfway needs no statement journal (a copy of
@@ -103,14 +108,13 @@ struct FeedImport {
         return report
     }
 
-    /// On the first import into an empty table, drops the secondary indexes of `quakes` (time,
+    /// For the first import into an empty table: drops the secondary indexes of `quakes` (time,
     /// magnitude: everything but the primary key, which dedupe needs) and returns their SQL.
     ///
     /// Building an index once from the finished table (one sort) costs far less than inserting
     /// 100,000 entries into it in random order. It all happens inside the import's transaction:
     /// readers never see the table without its indexes, and a failed import rolls the drop back.
-    static func dropSecondaryIndexesIfEmpty(_ db: Database) throws -> [String] {
-        guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true else { return [] }
+    static func dropSecondaryIndexes(_ db: Database) throws -> [String] {
         let indexes = try Row.fetchAll(
             db,
             sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'quakes' AND sql IS NOT NULL")

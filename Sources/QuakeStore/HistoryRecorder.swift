@@ -16,6 +16,10 @@ struct HistoryRecorder {
     private(set) var token: HistoryToken?
     /// Change rows written so far, by kind (coalescing moves a row from one kind to another).
     private var counts: [ChangeKind: Int] = [:]
+    /// Records nothing per change; `finish` records one insert per row of `quakes` instead.
+    /// Only right for a write that started on an empty table and only wrote quakes (an import):
+    /// its net changes are exactly the rows it leaves, all inserts.
+    var recordsInsertsOfTableAtFinish = false
     private let insertChange: RawStatement
     /// The common case, an insert's change row, with fewer bindings.
     private let insertInsertChange: RawStatement
@@ -37,6 +41,9 @@ struct HistoryRecorder {
 
     /// ``recordInsert(id:)`` with the id as UTF-8 bytes.
     mutating func recordInsert(id: UnsafeRawBufferPointer) throws {
+        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+            return
+        }
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
         insertInsertChange.bind(1, token)
@@ -53,6 +60,9 @@ struct HistoryRecorder {
     }
 
     mutating func recordInsert(id: String) throws {
+        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+            return
+        }
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
         insertInsertChange.bind(1, token)
@@ -66,10 +76,16 @@ struct HistoryRecorder {
     }
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
+        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+            return
+        }
         try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil)
     }
 
     mutating func recordDelete(_ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil) throws {
+        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+            return
+        }
         try record(
             id: tombstone.id, kind: .delete, fields: nil, tombstone: tombstone, reason: reason,
             supersededBy: supersededBy)
@@ -77,6 +93,14 @@ struct HistoryRecorder {
 
     /// Writes the transaction's counts. Returns its token, or `nil` when nothing changed.
     mutating func finish() throws -> HistoryToken? {
+        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+            // In key order: the change rows' primary key (token, quakeId) is appended to, and
+            // the ids come from the primary key's index alone.
+            try db.execute(
+                sql: "INSERT INTO historyChanges (token, quakeId, kind) SELECT ?, id, 'insert' FROM quakes ORDER BY id",
+                arguments: [try currentToken()])
+            counts[.insert] = db.changesCount
+        }
         guard let token else { return nil }
         if counts.values.allSatisfy({ $0 == 0 }) {
             // Every change cancelled out (an insert then a delete of the same quake).

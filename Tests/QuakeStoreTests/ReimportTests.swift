@@ -244,3 +244,53 @@ struct MigrationTests {
         }
     }
 }
+
+@Suite("History of a first import")
+struct FirstImportHistoryTests {
+    /// Changes of one transaction as (quake id, kind), sorted.
+    static func changes(_ store: QuakeStore, _ token: HistoryToken) throws -> [String] {
+        let transaction = try #require(try store.history(after: token - 1).transactions.first)
+        #expect(transaction.token == token)
+        #expect(transaction.inserted == transaction.changes.filter { $0.kind == .insert }.count)
+        #expect(transaction.updated == transaction.changes.filter { $0.kind == .update }.count)
+        #expect(transaction.deleted == transaction.changes.filter { $0.kind == .delete }.count)
+        return transaction.changes.map { "\($0.quakeId) \($0.kind.rawValue)" }.sorted()
+    }
+
+    @Test("into an empty table it is one insert per row left, as change by change elsewhere")
+    func sameHistoryEitherWay() async throws {
+        let feed = feedJSON([
+            featureJSON(id: "ak0001", updated: 1_700_000_000_000),
+            featureJSON(id: "ak0001", updated: 1_700_000_100_000, mag: "3.3"),  // update: still an insert
+            featureJSON(id: "nc0001"),
+            featureJSON(id: "us0001", updated: 1_700_000_500_000, ids: ",nc0001,us0001,"),  // supersedes nc0001
+            #"{"type":"Feature","properties":{"time":null},"id":"xx0001"}"#,  // skipped
+        ])
+        try await withTemporaryDirectory { dir in
+            // Empty table: the history comes from the table at the end.
+            let empty = try QuakeStore(directory: dir.appendingPathComponent("empty"))
+            let first = try await importJSON(feed, into: empty)
+            #expect(first.inserted == 3 && first.updated == 1 && first.superseded == 1)
+            #expect(try Self.changes(empty, try #require(first.token)) == ["ak0001 insert", "us0001 insert"])
+            #expect(try empty.quake(id: "ak0001")?.mag == 3.3)
+
+            // Not empty: change by change, coalesced.
+            let used = try QuakeStore(directory: dir.appendingPathComponent("used"))
+            _ = try await importJSON(feedJSON([featureJSON(id: "zz0001")]), into: used)
+            let second = try await importJSON(feed, into: used)
+            #expect(try Self.changes(used, try #require(second.token)) == ["ak0001 insert", "us0001 insert"])
+        }
+    }
+
+    @Test("a first import that stores nothing makes no token")
+    func nothingStoredNoToken() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            let report = try await importJSON(
+                feedJSON([#"{"type":"Feature","properties":{"time":"x"},"id":"xx0001"}"#]), into: store)
+            #expect(report.token == nil)
+            #expect(try store.head() == 0)
+            #expect(try store.history(after: 0).transactions.isEmpty)
+        }
+    }
+}
