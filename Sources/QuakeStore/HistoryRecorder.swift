@@ -41,9 +41,7 @@ struct HistoryRecorder {
 
     /// ``recordInsert(id:)`` with the id as UTF-8 bytes.
     mutating func recordInsert(id: UnsafeRawBufferPointer) throws {
-        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
-            return
-        }
+        if recordsInsertsOfTableAtFinish { return }
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
         insertInsertChange.bind(1, token)
@@ -60,9 +58,7 @@ struct HistoryRecorder {
     }
 
     mutating func recordInsert(id: String) throws {
-        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
-            return
-        }
+        if recordsInsertsOfTableAtFinish { return }
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
         insertInsertChange.bind(1, token)
@@ -76,16 +72,12 @@ struct HistoryRecorder {
     }
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
-        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
-            return
-        }
+        if recordsInsertsOfTableAtFinish { return }
         try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil)
     }
 
     mutating func recordDelete(_ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil) throws {
-        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
-            return
-        }
+        if recordsInsertsOfTableAtFinish { return }
         try record(
             id: tombstone.id, kind: .delete, fields: nil, tombstone: tombstone, reason: reason,
             supersededBy: supersededBy)
