@@ -126,7 +126,7 @@ struct JSONReader {
         case UInt8(ascii: "t"): try literal("true")
         case UInt8(ascii: "f"): try literal("false")
         case UInt8(ascii: "n"): try literal("null")
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try scanNumber()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try skipNumber()
         default: throw unexpected(c, at: i, expected: "expected a value")
         }
     }
@@ -464,6 +464,38 @@ struct JSONReader {
         }
         n.end = i
         return n
+    }
+
+    /// Validates the number at `i` (which starts with `-` or a digit) and moves past it, as
+    /// `scanNumber` does (same checks, same errors) without computing its value.
+    @inline(__always) mutating func skipNumber() throws(ReadStop) {
+        if byte(i) == UInt8(ascii: "-") { i &+= 1 }
+        guard let first = try numberByte() else {
+            throw fail(.invalidJSON, "invalid number: expected a digit after '-'", at: i)
+        }
+        i &+= 1
+        if first == 0 {
+            if try numberByte() != nil {
+                throw fail(.invalidJSON, "invalid number: leading zeros are not allowed", at: i - 1)
+            }
+        } else {
+            while try numberByte() != nil { i &+= 1 }
+        }
+        if try peekNumberByte() == UInt8(ascii: ".") {
+            i &+= 1
+            guard try numberByte() != nil else {
+                throw fail(.invalidJSON, "invalid number: expected a digit after the decimal point", at: i)
+            }
+            while try numberByte() != nil { i &+= 1 }
+        }
+        if let c = try peekNumberByte(), c | 0x20 == UInt8(ascii: "e") {
+            i &+= 1
+            if let s = try peekNumberByte(), s == UInt8(ascii: "+") || s == UInt8(ascii: "-") { i &+= 1 }
+            guard try numberByte() != nil else {
+                throw fail(.invalidJSON, "invalid number: expected a digit in the exponent", at: i)
+            }
+            while try numberByte() != nil { i &+= 1 }
+        }
     }
 
     /// The digit value at `i` (without consuming it), nil if not a digit or at a delimited end.

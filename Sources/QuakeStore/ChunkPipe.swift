@@ -7,7 +7,9 @@ struct ParsedBatch: Sendable {
     var elements: [ParsedElement]
     /// The texts of the decoded records (see ``ParsedElement/Content/record``).
     var arena: [UInt8] = []
-    /// The bytes of the elements sent undecoded, back to back (see ``ParsedElement/Content/raw``).
+    /// The chunk the batch was parsed from: most undecoded elements are in it.
+    var chunk: [UInt8] = []
+    /// The undecoded elements that straddled chunks, back to back.
     var bytes: [UInt8] = []
     /// The parser's position after this batch: bytes consumed and `features` elements seen.
     var bytesConsumed: Int
@@ -21,9 +23,16 @@ struct ParsedElement: Sendable {
         case record(FeatureRecord)
         /// Decoded on the producer's side, and not importable.
         case skipped(SkipReason)
-        /// Validated but not decoded: the element's bytes are `range` of the batch's `bytes`
-        /// (document offset `offset`); the import decodes them only if the stored row differs.
-        case raw(id: String?, hasAliases: Bool, range: Range<Int>, offset: Int)
+        /// Validated but not decoded: the element's bytes (document offset `offset`) are in the
+        /// batch; the import decodes them only if the stored row differs.
+        case raw(id: String?, hasAliases: Bool, bytes: RawBytes, offset: Int)
+    }
+    /// Where the bytes of an undecoded element are in its batch.
+    enum RawBytes: Sendable {
+        /// In `chunk`.
+        case chunk(Range<Int>)
+        /// In `bytes`.
+        case copied(Range<Int>)
     }
     var index: Int
     /// ``FeedElement/hash``.
@@ -112,6 +121,7 @@ final class ChunkPipe: @unchecked Sendable {
         let chunk = queue[head]
         queue[head].elements = []
         queue[head].arena = []
+        queue[head].chunk = []
         queue[head].bytes = []
         head += 1
         if head == queue.count {

@@ -70,7 +70,7 @@ struct FeedImport {
                     try batch.elements.withUnsafeBufferPointer { elements in
                         for i in elements.indices {  // borrowed in place, not copied
                             featureCount = elements[i].index + 1
-                            if try !apply(elements[i], arena: arena, bytes: batch.bytes) { decoded += 1 }
+                            if try !apply(elements[i], arena: arena, batch: batch) { decoded += 1 }
                         }
                     }
                 }
@@ -126,7 +126,7 @@ struct FeedImport {
 
     /// Applies one element. Returns `true` when it was found unchanged by its hash alone, without
     /// decoding: the stored row was written from the very same bytes.
-    private mutating func apply(_ element: ParsedElement, arena: UnsafeRawBufferPointer, bytes: [UInt8]) throws
+    private mutating func apply(_ element: ParsedElement, arena: UnsafeRawBufferPointer, batch: ParsedBatch) throws
         -> Bool
     {
         let item: FeedItem
@@ -136,14 +136,19 @@ struct FeedImport {
         case .skipped(let reason):
             report.skipped[reason.rawValue, default: 0] += 1
             return false
-        case .raw(let id, let hasAliases, let range, let offset):
+        case .raw(let id, let hasAliases, let location, let offset):
             // A feature listing other ids goes the long way: an alias may have been stored since.
             if let id, !hasAliases, try storedHash(of: id) == element.hash {
                 report.unchanged += 1
                 report.unchangedByHash += 1
                 return true
             }
-            item = try bytes.withUnsafeBytes { buffer in
+            let (buffer, range) =
+                switch location {
+                case .chunk(let range): (batch.chunk, range)
+                case .copied(let range): (batch.bytes, range)
+                }
+            item = try buffer.withUnsafeBytes { buffer in
                 try FeedParser.decode(
                     UnsafeRawBufferPointer(rebasing: buffer[range]), index: element.index, base: offset)
             }

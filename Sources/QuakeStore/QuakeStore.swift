@@ -189,8 +189,7 @@ public struct FeedSink: Sendable {
     /// Passes the next chunk of the document to the import; waits while the import is behind.
     public func send(_ chunk: [UInt8]) async throws {
         guard !chunk.isEmpty else { return }
-        let batch = try chunk.withUnsafeBytes { try parse($0) }
-        if let batch { try await pipe.send(batch) }
+        if let batch = try parse(chunk) { try await pipe.send(batch) }
     }
 
     /// Reads a file in 128 KiB chunks and sends them.
@@ -198,22 +197,24 @@ public struct FeedSink: Sendable {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         let fd = handle.fileDescriptor
-        var buffer = [UInt8](repeating: 0, count: chunkSize)
         while true {
             try Task.checkCancellation()
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, chunkSize) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            // A new buffer per chunk: the batch keeps it (its undecoded features point into it).
+            var failure: Int32 = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: chunkSize) { buffer, initialized in
+                let count = read(fd, buffer.baseAddress, chunkSize)
+                initialized = max(count, 0)
+                if count < 0 { failure = errno }
             }
-            if count == 0 { return }
-            let batch = try buffer.withUnsafeBytes { try parse(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            if let batch { try await pipe.send(batch) }
+            if failure == EINTR { continue }
+            if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
+            if chunk.isEmpty { return }
+            if let batch = try parse(chunk) { try await pipe.send(batch) }
         }
     }
 
     /// Parses a chunk; returns the batch to send, if any. On a parse error the pipe fails with it.
-    private func parse(_ chunk: UnsafeRawBufferPointer) throws -> ParsedBatch? {
+    private func parse(_ chunk: [UInt8]) throws -> ParsedBatch? {
         do {
             return try state.consume(chunk, decode: pipe.decodeEagerly)
         } catch {
@@ -245,7 +246,7 @@ private final class SinkState: @unchecked Sendable {
         self.maxBytes = maxBytes
     }
 
-    func consume(_ chunk: UnsafeRawBufferPointer, decode: Bool) throws -> ParsedBatch? {
+    func consume(_ chunk: [UInt8], decode: Bool) throws -> ParsedBatch? {
         lock.lock()
         defer { lock.unlock() }
         if let maxBytes, parser.bytesConsumed + chunk.count > maxBytes {
@@ -254,22 +255,33 @@ private final class SinkState: @unchecked Sendable {
                 byteOffset: maxBytes, featureIndex: parser.featureCount)
         }
         var batch = ParsedBatch(elements: [], bytesConsumed: 0, featureCount: 0)
+        batch.chunk = chunk
         do {
-            try parser.consume(chunk, decode: decode) { element in
-                let content: ParsedElement.Content
-                switch element.decoded {
-                case .record(let record):
-                    content = .record(record)
-                case .skipped(let reason, _):
-                    content = .skipped(reason)
-                case nil:
-                    let start = batch.bytes.count
-                    batch.bytes.append(contentsOf: element.bytes)
-                    content = .raw(
-                        id: element.id, hasAliases: element.hasAliases, range: start..<batch.bytes.count,
-                        offset: element.offset)
+            try chunk.withUnsafeBytes { chunkBytes in
+                let chunkStart = chunkBytes.baseAddress.map { Int(bitPattern: $0) } ?? 0
+                try parser.consume(chunkBytes, decode: decode) { element in
+                    let content: ParsedElement.Content
+                    switch element.decoded {
+                    case .record(let record):
+                        content = .record(record)
+                    case .skipped(let reason, _):
+                        content = .skipped(reason)
+                    case nil:
+                        let start = element.bytes.baseAddress.map { Int(bitPattern: $0) - chunkStart } ?? 0
+                        let location: ParsedElement.RawBytes
+                        if start >= 0 && start + element.bytes.count <= chunkBytes.count {
+                            location = .chunk(start..<start + element.bytes.count)
+                        } else {
+                            // Straddled chunks: the parser put it together in its own buffer.
+                            let copied = batch.bytes.count
+                            batch.bytes.append(contentsOf: element.bytes)
+                            location = .copied(copied..<batch.bytes.count)
+                        }
+                        content = .raw(
+                            id: element.id, hasAliases: element.hasAliases, bytes: location, offset: element.offset)
+                    }
+                    batch.elements.append(ParsedElement(index: element.index, hash: element.hash, content: content))
                 }
-                batch.elements.append(ParsedElement(index: element.index, hash: element.hash, content: content))
             }
         } catch let error as FeedError {
             throw ImportError(error)

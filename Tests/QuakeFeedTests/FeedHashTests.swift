@@ -95,3 +95,37 @@ struct FeedHashTests {
         #expect(hashes[0] != hashes[1])
     }
 }
+
+@Suite("Skipping numbers")
+struct SkipNumberTests {
+    /// The outcome of parsing `document`: nil, or the error's kind, offset and message.
+    static func outcome(_ document: String, decode: Bool) -> String? {
+        var parser = FeedParser()
+        do {
+            try Array(document.utf8).withUnsafeBytes { bytes in
+                try parser.consume(bytes, decode: decode) { _ in }
+            }
+            try parser.finish()
+            return nil
+        } catch let error as FeedError {
+            return "\(error.kind) \(error.byteOffset) \(error.message)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test(
+        "a skipped number is checked exactly as a decoded one",
+        arguments: [
+            "0", "-0", "12", "-12.5", "1e5", "1E+5", "1.5e-7", "123456789012345678901234567890", "0.000",
+            "01", "-", "-a", "1.", "1.e5", "1e", "1e+", ".5", "+1", "1x", "- 1", "00", "-01", "1.5.3", "1e5e5",
+        ])
+    func skipMatchesScan(number: String) {
+        let known = #"{"type":"FeatureCollection","features":[{"id":"a","properties":{"time":1,"mag":\#(number)}}]}"#
+        let unknown = #"{"type":"FeatureCollection","features":[{"id":"a","properties":{"time":1,"zzz":\#(number)}}]}"#
+        // `mag` is decoded with scanNumber, `zzz` skipped with skipNumber; undecoded, both are skipped.
+        let decoded = Self.outcome(known, decode: true)
+        #expect(Self.outcome(unknown, decode: true) == decoded)
+        #expect(Self.outcome(known, decode: false) == decoded)
+    }
+}
