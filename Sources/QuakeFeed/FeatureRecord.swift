@@ -47,6 +47,47 @@ public struct FeatureRecord: Sendable {
 
     public init() {}
 
+    /// `feature`'s values, its texts appended to `arena`.
+    public init(_ feature: FeedFeature, arena: inout [UInt8]) {
+        func span(_ text: String?) -> TextSpan {
+            guard let text else { return .null }
+            let start = arena.count
+            arena.append(contentsOf: text.utf8)
+            return TextSpan(start: Int32(start), count: Int32(arena.count - start))
+        }
+        id = span(feature.id)
+        mag = feature.mag
+        place = span(feature.place)
+        time = feature.time
+        updated = feature.updated
+        tz = feature.tz
+        url = span(feature.url)
+        detail = span(feature.detail)
+        felt = feature.felt
+        cdi = feature.cdi
+        mmi = feature.mmi
+        alert = span(feature.alert)
+        status = span(feature.status)
+        tsunami = feature.tsunami
+        sig = feature.sig
+        net = span(feature.net)
+        code = span(feature.code)
+        ids = span(feature.ids)
+        sources = span(feature.sources)
+        types = span(feature.types)
+        nst = feature.nst
+        dmin = feature.dmin
+        rms = feature.rms
+        gap = feature.gap
+        magType = span(feature.magType)
+        type = span(feature.type)
+        title = span(feature.title)
+        lon = feature.lon
+        lat = feature.lat
+        depth = feature.depth
+        hasAliases = feature.ids.map { $0.utf8.dropFirst().dropLast().contains(UInt8(ascii: ",")) } ?? false
+    }
+
     /// The bytes of `span` in `arena` (empty for null).
     @inline(__always)
     public static func bytes(_ span: TextSpan, in arena: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {

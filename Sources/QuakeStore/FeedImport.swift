@@ -26,7 +26,6 @@ struct FeedImport {
     private var expectNew = true
     /// The secondary indexes of `quakes` dropped for this import, to build again at its end.
     private let deferredIndexes: [String]
-    private let scratch = BindScratch()
     private let setHash: RawStatement
     private let selectHash: RawStatement
 
@@ -212,7 +211,7 @@ struct FeedImport {
         // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
         // most features already exist (a re-import), take the lookup path below.
         if expectNew && !hasAliases {
-            try QuakeColumns.bindAndStep(incoming, hash: hash, insert, scratch)
+            try bindAndStep(incoming, hash: hash, insert)
             if sqlite3_changes(db.sqliteConnection) == 1 {
                 try recorder.recordInsert(id: incoming.id)
                 report.inserted += 1
@@ -261,7 +260,7 @@ struct FeedImport {
         }
         guard let stored else {
             expectNew = true
-            try QuakeColumns.bindAndStep(incoming, hash: hash, insert, scratch)
+            try bindAndStep(incoming, hash: hash, insert)
             if sqlite3_changes(db.sqliteConnection) == 0 {
                 throw DatabaseError(
                     resultCode: .SQLITE_CONSTRAINT, message: "quake \(incoming.id) violates a constraint of quakes")
@@ -282,10 +281,17 @@ struct FeedImport {
             changes.append(
                 FieldChange(field: QuakeColumns.names[i], old: FieldValue(old[i]), new: FieldValue(values[i])))
         }
-        try QuakeColumns.bindAndStep(incoming, hash: hash, update, scratch)
+        try bindAndStep(incoming, hash: hash, update)
         try recorder.recordUpdate(id: incoming.id, fields: changes)
         report.updated += 1
         return false
+    }
+
+    /// Binds a feature of the slow paths (an update, an insert after aliases) and steps.
+    private func bindAndStep(_ feature: FeedFeature, hash: UInt64, _ statement: RawStatement) throws {
+        var arena: [UInt8] = []
+        let record = FeatureRecord(feature, arena: &arena)
+        try arena.withUnsafeBytes { try QuakeColumns.bindAndStep(record, arena: $0, hash: hash, statement) }
     }
 
     /// The row holds the incoming values but came from other bytes (formatted differently, or

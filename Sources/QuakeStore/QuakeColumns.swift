@@ -71,82 +71,15 @@ enum QuakeColumns {
 }
 
 extension QuakeColumns {
-    /// The parameter number of `feedHash` in ``bindAndStep(_:hash:_:_:)``, after the 30 columns.
+    /// The parameter number of `feedHash` in ``bindAndStep(_:arena:hash:_:)``, after the 30 columns.
     static let feedHashParameter: Int32 = 31
 
     /// Binds every column of `q` (parameters 1...30, table order) and `hash` as `feedHash`
     /// (parameter 31), and steps `s` once.
     ///
     /// Every parameter is bound (NULL included), so nothing is left over from the previous row.
-    /// The texts are copied into `scratch` and bound from there without SQLite copying them
-    /// again (SQLITE_STATIC): the bytes stay put until the next call, which binds anew first.
-    static func bindAndStep(_ q: FeedFeature, hash: UInt64?, _ s: RawStatement, _ scratch: BindScratch) throws {
-        let h = s.handle
-        sqlite3_reset(h)
-        @inline(__always) func real(_ i: Int32, _ v: Double?) {
-            if let v { sqlite3_bind_double(h, i, v) } else { sqlite3_bind_null(h, i) }
-        }
-        @inline(__always) func int(_ i: Int32, _ v: Int64?) {
-            if let v { sqlite3_bind_int64(h, i, v) } else { sqlite3_bind_null(h, i) }
-        }
-        real(2, q.mag)
-        sqlite3_bind_int64(h, 4, q.time)
-        int(5, q.updated)
-        int(6, q.tz)
-        int(9, q.felt)
-        real(10, q.cdi)
-        real(11, q.mmi)
-        int(14, q.tsunami)
-        int(15, q.sig)
-        int(21, q.nst)
-        real(22, q.dmin)
-        real(23, q.rms)
-        real(24, q.gap)
-        real(28, q.lon)
-        real(29, q.lat)
-        real(30, q.depth)
-        int(feedHashParameter, hash.map { Int64(bitPattern: $0) })
-
-        @inline(__always) func count(_ v: String?) -> Int { v?.utf8.count ?? 0 }
-        scratch.reserve(
-            count(q.id) + count(q.place) + count(q.url) + count(q.detail) + count(q.alert) + count(q.status)
-                + count(q.net) + count(q.code) + count(q.ids) + count(q.sources) + count(q.types) + count(q.magType)
-                + count(q.type) + count(q.title))
-        var offset = 0
-        @inline(__always) func text(_ i: Int32, _ v: String?) {
-            guard var v else {
-                sqlite3_bind_null(h, i)
-                return
-            }
-            // A non-nil pointer even for "" so that it binds as empty text, not NULL; the byte
-            // count because a string may contain U+0000.
-            let destination = scratch.base + offset
-            let n = v.withUTF8 { utf8 in
-                if let source = utf8.baseAddress { destination.copyMemory(from: source, byteCount: utf8.count) }
-                return utf8.count
-            }
-            sqlite3_bind_text(h, i, destination.assumingMemoryBound(to: CChar.self), Int32(n), nil)
-            offset += n
-        }
-        text(1, q.id)
-        text(3, q.place)
-        text(7, q.url)
-        text(8, q.detail)
-        text(12, q.alert)
-        text(13, q.status)
-        text(16, q.net)
-        text(17, q.code)
-        text(18, q.ids)
-        text(19, q.sources)
-        text(20, q.types)
-        text(25, q.magType)
-        text(26, q.type)
-        text(27, q.title)
-        try s.step()
-    }
-
-    /// ``bindAndStep(_:hash:_:_:)`` for a record: its texts are bound where they are, in `arena`
-    /// (SQLITE_STATIC), which stays put until the statement is bound anew.
+    /// The texts are bound where they are, in `arena`, without a copy (SQLITE_STATIC): the
+    /// caller keeps them there until the step is done.
     static func bindAndStep(_ q: FeatureRecord, arena: UnsafeRawBufferPointer, hash: UInt64, _ s: RawStatement) throws {
         let h = s.handle
         sqlite3_reset(h)
@@ -267,26 +200,5 @@ extension QuakeColumns {
             && text(17, q.ids) && text(18, q.sources) && text(19, q.types) && int(20, q.nst) && real(21, q.dmin)
             && real(22, q.rms) && real(23, q.gap) && text(24, q.magType) && text(25, q.type) && text(26, q.title)
             && real(27, q.lon) && real(28, q.lat) && real(29, q.depth)
-    }
-}
-
-/// Memory for the text parameters of one statement execution, reused from row to row.
-final class BindScratch {
-    private(set) var base: UnsafeMutableRawPointer
-    private var capacity: Int
-
-    init(capacity: Int = 16 * 1024) {
-        self.capacity = capacity
-        base = .allocate(byteCount: capacity, alignment: 8)
-    }
-
-    deinit { base.deallocate() }
-
-    /// Makes room for `count` bytes at `base`. Moves the memory: earlier bindings must not be used.
-    func reserve(_ count: Int) {
-        guard count > capacity else { return }
-        base.deallocate()
-        capacity = max(count, capacity * 2)
-        base = .allocate(byteCount: capacity, alignment: 8)
     }
 }

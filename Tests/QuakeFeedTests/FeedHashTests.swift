@@ -129,3 +129,25 @@ struct SkipNumberTests {
         #expect(Self.outcome(known, decode: false) == decoded)
     }
 }
+
+@Suite("Feature records")
+struct FeatureRecordTests {
+    @Test("a record made from a feature holds the same values as the decoder's", arguments: Fixtures.usgsFeeds)
+    func recordFromFeature(fixture: URL) throws {
+        let bytes = try Array(Data(contentsOf: fixture))
+        var parser = FeedParser()
+        var records = 0
+        try bytes.withUnsafeBytes { chunk in
+            try parser.consume(chunk, decode: true) { element in
+                guard case .record(let decoded) = element.decoded else { return }
+                let feature = decoded.feature(in: element.arena)
+                var arena: [UInt8] = []
+                let made = FeatureRecord(feature, arena: &arena)
+                #expect(arena.withUnsafeBytes { made.feature(in: $0) } == feature)
+                #expect(made.hasAliases == decoded.hasAliases)
+                records += 1
+            }
+        }
+        #expect(records > 0)
+    }
+}
