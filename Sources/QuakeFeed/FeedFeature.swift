@@ -100,7 +100,8 @@ public struct FeedElement {
     public let hash: UInt64
     /// The decoded element, when it was parsed with decoding; a record's texts are in `arena`.
     public let decoded: DecodedElement?
-    /// Where the texts of a decoded record are. Valid only during the callback.
+    /// Where the texts of a decoded record are. Valid only during the callback; after `consume`
+    /// returns, the same bytes are in what ``FeedParser/takeArena()`` hands over.
     public let arena: UnsafeRawBufferPointer
     /// Without decoding: the feature's `id` if it is a non-empty string.
     public let id: String?

@@ -165,14 +165,15 @@ public struct FeedParser: Sendable {
         var r = JSONReader(buf, base: base, endIsDelimiter: endIsDelimiter, maxDepth: limits.maxDepth)
         swap(&r.arena, &arena)
         defer { swap(&r.arena, &arena) }
-        /// The arena's length before the current element: what it goes back to if the element
-        /// turns out incomplete and is decoded again later.
+        /// The arena's length before the current value: what it goes back to if the value turns
+        /// out incomplete and is read again later (texts of elements already handed over stay).
         var arenaMark = r.arena.count
         let limit = limits.maxFeatureBytes
         var valueStart = 0
         // Reads of a value see at most limit + 1 bytes: enough to tell "too large" from "complete".
         func beginValue(_ r: inout JSONReader) {
             valueStart = r.i
+            arenaMark = r.arena.count
             if buf.count - r.i > limit {
                 r.end = r.i + limit + 1
                 r.endIsDelimiter = false
@@ -283,7 +284,6 @@ public struct FeedParser: Sendable {
                         continue
                     }
                     beginValue(&r)
-                    arenaMark = r.arena.count
                     var decoded: DecodedElement?
                     var identity: (id: String?, hasAliases: Bool) = (nil, false)
                     if decode {

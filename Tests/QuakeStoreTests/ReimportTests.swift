@@ -294,3 +294,49 @@ struct FirstImportHistoryTests {
         }
     }
 }
+
+@Suite("Import across chunk boundaries")
+struct ChunkBoundaryTests {
+    @Test("a top-level member after features, cut by chunk boundaries, leaves every feature intact")
+    func memberAfterFeatures() async throws {
+        let features = (0..<6).map {
+            featureJSON(id: "ak\(String(format: "%04d", $0))", place: "\"Place number \($0)\"")
+        }
+        let bbox = (0..<40).map { String(format: "%.6f", Double($0) * 1.234567) }.joined(separator: ",")
+        let document = """
+            {"type":"FeatureCollection","features":[\(features.joined(separator: ","))],"bbox":[\(bbox)],\
+            "note":"\(String(repeating: "x", count: 300))"}
+            """
+        var expected: [FeedFeature] = []
+        var parser = FeedParser()
+        try parser.consume(Array(document.utf8)) { item in
+            if case .feature(let feature, _) = item { expected.append(feature) }
+        }
+        try parser.finish()
+        #expect(expected.count == 6)
+        try await withTemporaryDirectory { dir in
+            // One chunk with every feature whole and the last member cut, then the rest.
+            let bytes = Array(document.utf8)
+            let cut = bytes.count - 100
+            let split = try QuakeStore(directory: dir.appendingPathComponent("split"))
+            for _ in 0..<2 {  // first import (records), then a re-import (undecoded)
+                _ = try await split.importFeed(source: "test://split") { sink in
+                    try await sink.send(Array(bytes[..<cut]))
+                    try await sink.send(Array(bytes[cut...]))
+                }
+                #expect(try split.allQuakes().sorted { $0.id < $1.id } == expected)
+            }
+
+            // First import (records) and a re-import (undecoded), both in 97-byte chunks.
+            let store = try QuakeStore(directory: dir)
+            #expect(try await importJSON(document, into: store).inserted == 6)
+            #expect(try store.allQuakes().sorted { $0.id < $1.id } == expected)
+            #expect(try await importJSON(document, into: store).unchanged == 6)
+            // And into a store that is not empty, so the features are applied one by one.
+            let other = try QuakeStore(directory: dir.appendingPathComponent("other"))
+            _ = try await importJSON(feedJSON([featureJSON(id: "zz0001")]), into: other)
+            #expect(try await importJSON(document, into: other).inserted == 6)
+            #expect(try other.allQuakes().filter { $0.id != "zz0001" }.sorted { $0.id < $1.id } == expected)
+        }
+    }
+}
