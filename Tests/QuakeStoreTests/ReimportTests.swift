@@ -297,6 +297,44 @@ struct FirstImportHistoryTests {
 
 @Suite("Import across chunk boundaries")
 struct ChunkBoundaryTests {
+    /// Imports `bytes` in chunks of random sizes (from a seeded generator) up to `maxChunk`.
+    static func importChunked(_ bytes: [UInt8], into store: QuakeStore, seed: UInt64, maxChunk: Int, now: Date)
+        async throws -> ImportReport
+    {
+        try await store.importFeed(source: "test://chunks", now: now) { sink in
+            var rng = SplitMix64(seed: seed)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + 1 + Int(rng.next() % UInt64(maxChunk)))
+                try await sink.send(Array(bytes[offset..<end]))
+                offset = end
+            }
+        }
+    }
+
+    @Test("any chunking stores the same rows and history as one chunk", arguments: Fixtures.usgsFeeds)
+    func chunkingDoesNotMatter(fixture: URL) async throws {
+        let bytes = try Array(Data(contentsOf: fixture))
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        try await withTemporaryDirectory { dir in
+            let whole = try QuakeStore(directory: dir.appendingPathComponent("whole"))
+            let reference = try await Self.importChunked(
+                bytes, into: whole, seed: 0, maxChunk: bytes.count + 1, now: now)
+            let expected = try StoreSnapshot(whole)
+            for (seed, maxChunk) in [(1, 211), (2, 4_000), (3, 70_000)] as [(UInt64, Int)] {
+                let store = try QuakeStore(directory: dir.appendingPathComponent("chunks-\(seed)"))
+                let first = try await Self.importChunked(bytes, into: store, seed: seed, maxChunk: maxChunk, now: now)
+                #expect(first.inserted == reference.inserted)
+                #expect(try StoreSnapshot(store) == expected)
+                let again = try await Self.importChunked(
+                    bytes, into: store, seed: seed + 10, maxChunk: maxChunk, now: now)
+                #expect(again.token == nil)
+                #expect(again.unchanged + again.stale + again.skippedTotal == again.features)
+                #expect(try StoreSnapshot(store) == expected)
+            }
+        }
+    }
+
     @Test("a top-level member after features, cut by chunk boundaries, leaves every feature intact")
     func memberAfterFeatures() async throws {
         let features = (0..<6).map {
@@ -338,5 +376,18 @@ struct ChunkBoundaryTests {
             #expect(try await importJSON(document, into: other).inserted == 6)
             #expect(try other.allQuakes().filter { $0.id != "zz0001" }.sorted { $0.id < $1.id } == expected)
         }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so a failing chunking can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
