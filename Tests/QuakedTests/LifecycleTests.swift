@@ -35,7 +35,7 @@ extension EndToEnd {
                 try collect { _ in messages.last == "READY=1" && messages.contains { $0.hasPrefix("RELOADING=1") } }
                 daemon.process.signal(SIGTERM)
                 try collect { $0 == "STOPPING=1" }
-                #expect(try await daemon.process.wait() == 0)
+                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
 
                 let events = messages.filter { $0 != "WATCHDOG=1" }
                 let ready = try #require(events.firstIndex(of: "READY=1"))
