@@ -50,6 +50,41 @@ extension EndToEnd {
             }
         }
 
+        @Test("a SIGHUP the moment READY=1 arrives reloads; it does not end the daemon")
+        func hangupRightAfterReady() async throws {
+            let receiver = try DatagramReceiver()
+            defer { receiver.close() }
+            try await withTemporaryDirectory { dir in
+                let daemon = try await DaemonHarness(
+                    in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
+                    environment: ["NOTIFY_SOCKET": receiver.path], waitForSocket: false)
+                var messages: [String] = []
+                while messages.last != "READY=1" { messages.append(try receiver.receive()) }
+                daemon.process.signal(SIGHUP)
+                while !messages.contains(where: { $0.hasPrefix("RELOADING=1") }) || messages.last != "READY=1" {
+                    messages.append(try receiver.receive())
+                }
+                #expect(daemon.process.isRunning)
+                daemon.process.signal(SIGTERM)
+                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+            }
+        }
+
+        @Test("a SIGTERM the moment READY=1 arrives is a graceful stop")
+        func terminateRightAfterReady() async throws {
+            let receiver = try DatagramReceiver()
+            defer { receiver.close() }
+            try await withTemporaryDirectory { dir in
+                let daemon = try await DaemonHarness(
+                    in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
+                    environment: ["NOTIFY_SOCKET": receiver.path], waitForSocket: false)
+                while try receiver.receive() != "READY=1" {}
+                daemon.process.signal(SIGTERM)
+                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+                #expect(daemon.process.stderr.contains("quaked stopped"))
+            }
+        }
+
         @Test("SIGHUP and Reload with a broken config keep the old one running; a good one applies")
         func reloadRejectsBrokenConfiguration() async throws {
             try await withTemporaryDirectory { dir in

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import QuakeStore
 import ServiceLifecycle
+import UnixSignals
 
 /// The long-running quaked: opens the store and the control socket, then runs the services
 /// (control server, feed scheduler, store maintenance, SIGHUP reload, watchdog) in one
@@ -50,9 +51,14 @@ public enum Daemon {
                 store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, logger: logger),
             limits: configuration.serverLimits, logger: logger)
 
+        // Signals are trapped before READY=1 goes out: a stop or reload asked for right after
+        // start must not meet the default action (ending the process on the spot). SIGTERM and
+        // SIGINT start the group's graceful shutdown (see below), SIGHUP reloads.
+        let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server), .init(service: scheduler), .init(service: maintenance),
-            .init(service: ReloadOnHangup(reloader: reloader)),
+            .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),
         ]
         if let interval = notifier.watchdogInterval {
             services.append(
@@ -60,8 +66,7 @@ public enum Daemon {
         }
         // Last in the list, so first to hear of the shutdown.
         services.append(.init(service: StoppingNotifier(notifier: notifier)))
-        var groupConfiguration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(8)
         groupConfiguration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: groupConfiguration)
@@ -75,7 +80,17 @@ public enum Daemon {
         notifier.ready()
         notifier.status(StatusLine.starting(store: store))
         do {
-            try await group.run()
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask {
+                    // Also before `group.run()` has begun: the group remembers the request.
+                    for await signal in stops {
+                        logger.info("stopping", metadata: ["signal": "\(signal)"])
+                        await group.triggerGracefulShutdown()
+                    }
+                }
+                try await group.run()
+                tasks.cancelAll()
+            }
         } catch {
             try? await httpClient.shutdown()
             throw error

@@ -8,9 +8,10 @@ import UnixSignals
 /// Reloads the configuration on SIGHUP (swift-service-lifecycle leaves SIGHUP to us).
 struct ReloadOnHangup: Service {
     let reloader: Reloader
+    /// Trapped by the caller, before the daemon says it is ready.
+    let signals: UnixSignalsSequence
 
     func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
         for await _ in signals.cancelOnGracefulShutdown() {
             try? await reloader.reload()  // a rejected reload is logged; the daemon carries on
         }
