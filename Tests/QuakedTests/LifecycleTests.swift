@@ -9,14 +9,28 @@ extension EndToEnd {
         static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
         static let day = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
 
-        @Test("NOTIFY_SOCKET receives READY, STATUS, WATCHDOG, RELOADING/READY and STOPPING in that order")
-        func notifications() async throws {
+        /// Runs `body` with a quaked (one small file feed, hourly) that notifies `receiver`.
+        static func withNotifyingDaemon(
+            environment: [String: String] = [:], _ body: (DaemonHarness, DatagramReceiver) async throws -> Void
+        ) async throws {
             let receiver = try DatagramReceiver()
             defer { receiver.close() }
             try await withTemporaryDirectory { dir in
                 let daemon = try await DaemonHarness(
                     in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
-                    environment: ["NOTIFY_SOCKET": receiver.path, "WATCHDOG_USEC": "400000"], waitForSocket: false)
+                    environment: environment.merging(["NOTIFY_SOCKET": receiver.path]) { $1 }, waitForSocket: false)
+                try await body(daemon, receiver)
+            }
+        }
+
+        /// Waits for quaked to exit and expects status 0, showing its log otherwise.
+        static func expectCleanExit(_ daemon: DaemonHarness) async throws {
+            #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+        }
+
+        @Test("NOTIFY_SOCKET receives READY, STATUS, WATCHDOG, RELOADING/READY and STOPPING in that order")
+        func notifications() async throws {
+            try await Self.withNotifyingDaemon(environment: ["WATCHDOG_USEC": "400000"]) { daemon, receiver in
                 var messages: [String] = []
                 func collect(until done: (String) -> Bool) throws {
                     while true {
@@ -35,7 +49,7 @@ extension EndToEnd {
                 try collect { _ in messages.last == "READY=1" && messages.contains { $0.hasPrefix("RELOADING=1") } }
                 daemon.process.signal(SIGTERM)
                 try collect { $0 == "STOPPING=1" }
-                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+                try await Self.expectCleanExit(daemon)
 
                 let events = messages.filter { $0 != "WATCHDOG=1" }
                 let ready = try #require(events.firstIndex(of: "READY=1"))
@@ -52,12 +66,7 @@ extension EndToEnd {
 
         @Test("a SIGHUP the moment READY=1 arrives reloads; it does not end the daemon")
         func hangupRightAfterReady() async throws {
-            let receiver = try DatagramReceiver()
-            defer { receiver.close() }
-            try await withTemporaryDirectory { dir in
-                let daemon = try await DaemonHarness(
-                    in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
-                    environment: ["NOTIFY_SOCKET": receiver.path], waitForSocket: false)
+            try await Self.withNotifyingDaemon { daemon, receiver in
                 var messages: [String] = []
                 while messages.last != "READY=1" { messages.append(try receiver.receive()) }
                 daemon.process.signal(SIGHUP)
@@ -66,21 +75,16 @@ extension EndToEnd {
                 }
                 #expect(daemon.process.isRunning)
                 daemon.process.signal(SIGTERM)
-                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+                try await Self.expectCleanExit(daemon)
             }
         }
 
         @Test("a SIGTERM the moment READY=1 arrives is a graceful stop")
         func terminateRightAfterReady() async throws {
-            let receiver = try DatagramReceiver()
-            defer { receiver.close() }
-            try await withTemporaryDirectory { dir in
-                let daemon = try await DaemonHarness(
-                    in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
-                    environment: ["NOTIFY_SOCKET": receiver.path], waitForSocket: false)
+            try await Self.withNotifyingDaemon { daemon, receiver in
                 while try receiver.receive() != "READY=1" {}
                 daemon.process.signal(SIGTERM)
-                #expect(try await daemon.process.wait() == 0, "quaked's log:\n\(daemon.process.stderr)")
+                try await Self.expectCleanExit(daemon)
                 #expect(daemon.process.stderr.contains("quaked stopped"))
             }
         }
