@@ -352,10 +352,17 @@ public struct FeedParser: Sendable {
     public static func decode(
         _ bytes: UnsafeRawBufferPointer, index: Int, base: Int, limits: Limits = .init()
     ) throws(FeedError) -> FeedItem {
+        let (decoded, arena) = try decodeElement(bytes, index: index, base: base, limits: limits)
+        return arena.withUnsafeBytes { decoded.item(index: index, arena: $0) }
+    }
+
+    /// ``decode(_:index:base:limits:)`` as a ``DecodedElement`` and the arena its texts are in.
+    public static func decodeElement(
+        _ bytes: UnsafeRawBufferPointer, index: Int, base: Int, limits: Limits = .init()
+    ) throws(FeedError) -> (DecodedElement, arena: [UInt8]) {
         var r = JSONReader(bytes, base: base, endIsDelimiter: true, maxDepth: limits.maxDepth)
         do throws(ReadStop) {
-            let decoded = try r.feature(depth: 3)
-            return r.arena.withUnsafeBytes { decoded.item(index: index, arena: $0) }
+            return (try r.feature(depth: 3), r.arena)
         } catch {
             var e: FeedError
             switch error {

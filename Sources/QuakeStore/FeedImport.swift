@@ -128,7 +128,6 @@ struct FeedImport {
     private mutating func apply(_ element: ParsedElement, arena: UnsafeRawBufferPointer, batch: ParsedBatch) throws
         -> Bool
     {
-        let item: FeedItem
         switch element.content {
         case .record(let record):
             return try apply(record, arena: arena, hash: element.hash)
@@ -137,34 +136,38 @@ struct FeedImport {
             return false
         case .raw(let id, let hasAliases, let location, let offset):
             // A feature listing other ids goes the long way: an alias may have been stored since.
-            if let id, !hasAliases, try storedHash(of: id) == element.hash {
-                report.unchanged += 1
-                report.unchangedByHash += 1
-                return true
+            if let id, !hasAliases {
+                var id = id
+                if try id.withUTF8({ try storedHash(of: UnsafeRawBufferPointer($0)) }) == element.hash {
+                    return countUnchangedByHash()
+                }
             }
             let (buffer, range) =
                 switch location {
                 case .chunk(let range): (batch.chunk, range)
                 case .copied(let range): (batch.bytes, range)
                 }
-            item = try buffer.withUnsafeBytes { buffer in
-                try FeedParser.decode(
+            let (decoded, texts) = try buffer.withUnsafeBytes { buffer in
+                try FeedParser.decodeElement(
                     UnsafeRawBufferPointer(rebasing: buffer[range]), index: element.index, base: offset)
             }
-        }
-        switch item {
-        case .skipped(let reason, _, _):
-            report.skipped[reason.rawValue, default: 0] += 1
-            return false
-        case .feature(let feature, _):
-            return try apply(feature, hash: element.hash)
+            switch decoded {
+            case .record(let record):
+                return try texts.withUnsafeBytes { try apply(record, arena: $0, hash: element.hash) }
+            case .skipped(let reason, _):
+                report.skipped[reason.rawValue, default: 0] += 1
+                return false
+            }
         }
     }
 
-    /// Applies one record decoded on the producer's side: the two common cases (a new quake, a
-    /// quake stored from the same bytes) straight from its arena, anything else as a ``FeedFeature``.
+    /// Applies one decoded record: the two common cases (a new quake, a quake stored from the same
+    /// bytes) straight from its arena, anything else as a ``FeedFeature``.
     private mutating func apply(_ record: FeatureRecord, arena: UnsafeRawBufferPointer, hash: UInt64) throws -> Bool {
         let id = FeatureRecord.bytes(record.id, in: arena)
+        // A feature is most likely new when the previous one was: then try the insert first (its
+        // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
+        // most features already exist (a re-import), look first.
         if expectNew && !record.hasAliases {
             try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
             if sqlite3_changes(db.sqliteConnection) == 1 {
@@ -175,11 +178,16 @@ struct FeedImport {
             expectNew = false
         }
         if !record.hasAliases, try storedHash(of: id) == hash {
-            report.unchanged += 1
-            report.unchangedByHash += 1
-            return true
+            return countUnchangedByHash()
         }
         return try apply(record.feature(in: arena), hash: hash)
+    }
+
+    /// Counts a feature found unchanged by its hash; returns `true` (see `apply`).
+    private mutating func countUnchangedByHash() -> Bool {
+        report.unchanged += 1
+        report.unchangedByHash += 1
+        return true
     }
 
     /// The `feedHash` of the row stored under `id` (UTF-8), if any.
@@ -192,44 +200,19 @@ struct FeedImport {
         return selectHash.int64(0).map { UInt64(bitPattern: $0) }
     }
 
-    /// The `feedHash` of the row stored under `id`, if any.
-    private func storedHash(of id: String) throws -> UInt64? {
-        let s = selectHash.handle
-        sqlite3_reset(s)
-        return try selectHash.withText(1, id) {
-            guard try selectHash.step() else { return nil }
-            defer { sqlite3_reset(s) }  // no statement stays mid-step across the commit
-            return selectHash.int64(0).map { UInt64(bitPattern: $0) }
-        }
-    }
-
-    /// Applies one decoded feature whose bytes hash to `hash`. Returns `true` when the stored row
-    /// was written from the same bytes.
+    /// The long way for one feature whose bytes hash to `hash` (a stored row that differs, aliases,
+    /// a conflict on insert): look the row up, compare, and insert, update or skip. Returns `true`
+    /// when the stored row was written from the same bytes.
     private mutating func apply(_ incoming: FeedFeature, hash: UInt64) throws -> Bool {
         let hasAliases = Self.hasAliases(incoming)
-        // A feature is most likely new when the previous one was: then try the insert first (its
-        // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
-        // most features already exist (a re-import), take the lookup path below.
-        if expectNew && !hasAliases {
-            try bindAndStep(incoming, hash: hash, insert)
-            if sqlite3_changes(db.sqliteConnection) == 1 {
-                try recorder.recordInsert(id: incoming.id)
-                report.inserted += 1
-                return false
-            }
-            expectNew = false
-        }
         let stored: FeedFeature?
         var sameValues = false
         select.reset()
         select.bind(1, incoming.id)
         if try select.step() {
             defer { select.reset() }  // no statement stays mid-step across the commit
-            let storedHash = select.int64(30).map { UInt64(bitPattern: $0) }
-            if !hasAliases, storedHash == hash {
-                report.unchanged += 1
-                report.unchangedByHash += 1
-                return true
+            if !hasAliases, select.int64(30).map({ UInt64(bitPattern: $0) }) == hash {
+                return countUnchangedByHash()
             }
             // Checked in place without decoding the row.
             sameValues = !hasAliases && QuakeColumns.storedRowMatches(incoming, select)

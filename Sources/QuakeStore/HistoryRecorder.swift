@@ -39,7 +39,7 @@ struct HistoryRecorder {
         self.timestamp = QuakeStore.milliseconds(now)
     }
 
-    /// ``recordInsert(id:)`` with the id as UTF-8 bytes.
+    /// Records the insert of the quake whose id is the UTF-8 `id`.
     mutating func recordInsert(id: UnsafeRawBufferPointer) throws {
         if recordsInsertsOfTableAtFinish { return }
         let token = try currentToken()
@@ -58,17 +58,8 @@ struct HistoryRecorder {
     }
 
     mutating func recordInsert(id: String) throws {
-        if recordsInsertsOfTableAtFinish { return }
-        let token = try currentToken()
-        sqlite3_reset(insertInsertChange.handle)
-        insertInsertChange.bind(1, token)
-        try insertInsertChange.withText(2, id) { try insertInsertChange.step() }
-        if sqlite3_changes(db.sqliteConnection) == 0 {
-            try coalesce(
-                token: token, id: id, kind: .insert, fields: nil, tombstoneJSON: nil, reason: nil, supersededBy: nil)
-        } else {
-            counts[.insert, default: 0] += 1
-        }
+        var id = id
+        try id.withUTF8 { try recordInsert(id: UnsafeRawBufferPointer($0)) }
     }
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {

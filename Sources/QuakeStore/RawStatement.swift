@@ -33,19 +33,6 @@ struct RawStatement {
         }
     }
 
-    /// Binds `value` without a copy (SQLITE_STATIC) for the duration of `body`, which steps the
-    /// statement; the binding is cleared before the string's bytes can go away.
-    @discardableResult
-    func withText<R>(_ index: Int32, _ value: String, _ body: () throws -> R) rethrows -> R {
-        var value = value
-        return try value.withUTF8 { utf8 in
-            let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
-            sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
-            defer { sqlite3_bind_null(handle, index) }
-            return try body()
-        }
-    }
-
     /// Binds `bytes` as text without a copy (SQLITE_STATIC): they must stay put until the
     /// statement is reset or bound anew.
     func bindStatic(_ index: Int32, _ bytes: UnsafeRawBufferPointer) {
