@@ -30,7 +30,7 @@ struct ImportBenchmark: AsyncParsableCommand {
     var noPeer = false
 
     @Option(help: "Rounds: each imports with quaked (first and no-op) and with the peer.")
-    var runs = 3
+    var runs = 5
 
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
