@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
 /// dispatches on an integer instead of comparing strings. Longer keys it needs get small codes.
 enum Key {
@@ -156,12 +150,7 @@ extension JSONReader {
         if let invalid { return .skipped(.invalidField, detail: invalid) }
         f.id = id
         f.time = time
-        if f.ids.count > 2 {
-            f.hasAliases = arena.withUnsafeBytes { arena in
-                memchr(arena.baseAddress! + Int(f.ids.start) + 1, Int32(UInt8(ascii: ",")), Int(f.ids.count) - 2)
-                    != nil
-            }
-        }
+        f.hasAliases = arena.withUnsafeBytes { FeedFeature.idsListOthers(FeatureRecord.bytes(f.ids, in: $0)) }
         return .record(f)
     }
 
@@ -417,14 +406,10 @@ extension JSONReader {
                         continue
                     }
                     let s = try scanString()
-                    // As `FeedImport.hasAliases`: a comma anywhere but first and last.
-                    if s.escaped {
-                        hasAliases = string(s).utf8.dropFirst().dropLast().contains(UInt8(ascii: ","))
-                    } else {
-                        hasAliases =
-                            s.end - s.start > 2
-                            && memchr(p + s.start + 1, Int32(UInt8(ascii: ",")), s.end - s.start - 2) != nil
-                    }
+                    hasAliases =
+                        s.escaped
+                        ? FeedFeature.idsListOthers(string(s))
+                        : FeedFeature.idsListOthers(UnsafeRawBufferPointer(start: p + s.start, count: s.end - s.start))
                 } while try !endOfObject()
             default:
                 try skipValue(depth: depth + 1)

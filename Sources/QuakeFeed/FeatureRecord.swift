@@ -42,7 +42,7 @@ public struct FeatureRecord: Sendable {
     public var lon: Double?
     public var lat: Double?
     public var depth: Double?
-    /// Whether `ids` lists other ids than the feature's own: a comma anywhere but first and last.
+    /// Whether `ids` may list other ids than the feature's own (``FeedFeature/idsListOthers(_:)``).
     public var hasAliases = false
 
     public init() {}
@@ -85,7 +85,7 @@ public struct FeatureRecord: Sendable {
         lon = feature.lon
         lat = feature.lat
         depth = feature.depth
-        hasAliases = feature.ids.map { $0.utf8.dropFirst().dropLast().contains(UInt8(ascii: ",")) } ?? false
+        hasAliases = FeedFeature.idsListOthers(feature.ids)
     }
 
     /// The bytes of `span` in `arena` (empty for null).

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One earthquake as the USGS GeoJSON summary feed describes it.
 ///
 /// Property names and types follow the feed (see the USGS GeoJSON summary format). Every property
@@ -44,6 +50,20 @@ public struct FeedFeature: Sendable, Hashable, Codable {
     public init(id: String, time: Int64) {
         self.id = id
         self.time = time
+    }
+
+    /// Whether an `ids` list (UTF-8, like ",us7000abcd,ak0001,") may name other ids than the
+    /// feature's own: a comma anywhere but first and last. Most features list only themselves;
+    /// for them this is `false` without splitting the list. The one rule the parser, the records
+    /// and the import share.
+    public static func idsListOthers(_ ids: UnsafeRawBufferPointer) -> Bool {
+        ids.count > 2 && memchr(ids.baseAddress! + 1, Int32(UInt8(ascii: ",")), ids.count - 2) != nil
+    }
+
+    /// ``idsListOthers(_:)`` for a string (`false` for nil).
+    public static func idsListOthers(_ ids: String?) -> Bool {
+        guard var ids else { return false }
+        return ids.withUTF8 { idsListOthers(UnsafeRawBufferPointer($0)) }
     }
 
     /// The ids listed in `ids`, without empty entries, in feed order.

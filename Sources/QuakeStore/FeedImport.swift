@@ -305,13 +305,9 @@ struct FeedImport {
         return rows
     }
 
-    /// Whether `ids` may list other ids than the feature's own. Most features list only
-    /// themselves (",id,"); this is `false` for them without splitting the list.
+    /// Whether `ids` may list other ids than the feature's own (see ``FeedFeature/idsListOthers(_:)``).
     static func hasAliases(_ feature: FeedFeature) -> Bool {
-        guard var ids = feature.ids else { return false }
-        return ids.withUTF8 { utf8 in
-            utf8.count > 2 && memchr(utf8.baseAddress! + 1, Int32(UInt8(ascii: ",")), utf8.count - 2) != nil
-        }
+        FeedFeature.idsListOthers(feature.ids)
     }
 
     /// An incoming version is older only when both carry `updated` and the incoming one is smaller:
