@@ -72,6 +72,6 @@ if [ -z "$gocache" ]; then
 fi
 (
     cd "$program"
-    GO111MODULE=off GOPATH="$work:$debian_gopath" GOPROXY=off GOFLAGS= GOCACHE="$gocache" \
+    GO111MODULE=off GOPATH="$work:$debian_gopath" GOPROXY=off GOFLAGS='' GOCACHE="$gocache" \
         CGO_ENABLED=0 go build -o "$outdir/quaked-go-client" .
 )
