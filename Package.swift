@@ -40,19 +40,31 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
-        // The Varlink wire format (NUL-framed JSON), and the io.quaked interface definition.
+        // The Varlink interface-file parser and the Swift generator behind the build-tool plugin.
+        // No dependencies.
+        .target(name: "VarlinkIDL"),
+        .executableTarget(name: "varlink-swift-gen", dependencies: ["VarlinkIDL"]),
+        .plugin(name: "VarlinkGenerator", capability: .buildTool(), dependencies: ["varlink-swift-gen"]),
+        // Generic Varlink: strict JSON values, messages, framing and limits, peer credentials, the
+        // server's connection loop and org.varlink.service, the client. No io.quaked names.
         .target(
-            name: "QuakeVarlink",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
-            resources: [.embedInCode("io.quaked.varlink")]
+            name: "Varlink",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: ["VarlinkGenerator"]
         ),
+        // io.quaked.varlink and the types generated from it; the default socket paths.
+        .target(name: "QuakeProtocol", dependencies: ["Varlink"], plugins: ["VarlinkGenerator"]),
         // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
         .target(
             name: "QuakeDaemon",
             dependencies: [
                 "QuakeFeed",
                 "QuakeStore",
-                "QuakeVarlink",
+                "QuakeProtocol",
+                "Varlink",
                 "CSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -69,21 +81,31 @@ let package = Package(
             dependencies: [
                 "QuakeDaemon",
                 "QuakeStore",
-                "QuakeVarlink",
+                "QuakeProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(name: "quaked", dependencies: ["QuakedCLI"]),
-        // The `quakectl` client: commands, the watch loop and its local cache.
+        // The client library: the connection and typed io.quaked API, the Watcher (emits events,
+        // prints nothing) and the local cache.
         .target(
-            name: "QuakeCtl",
+            name: "QuakeClient",
             dependencies: [
-                "QuakeFeed",
-                "QuakeVarlink",
+                "QuakeProtocol",
+                "Varlink",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The `quakectl` command line: commands, options and output.
+        .target(
+            name: "QuakeCtl",
+            dependencies: [
+                "QuakeClient",
+                "QuakeProtocol",
+                "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -108,12 +130,22 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "VarlinkTests",
+            dependencies: [
+                "Varlink",
+                "VarlinkIDL",
+                "QuakeProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "QuakeFeedTests",
             dependencies: ["QuakeFeed", "QuakeTestSupport"]
         ),
         .testTarget(
             name: "QuakeCtlTests",
-            dependencies: ["QuakeCtl", "QuakeVarlink", "QuakeStore", "QuakeTestSupport"],
+            dependencies: ["QuakeCtl", "QuakeClient", "QuakeProtocol", "Varlink", "QuakeStore", "QuakeTestSupport"],
             // The stored `--help` copies the help tests compare against.
             exclude: ["Help"]
         ),
@@ -126,7 +158,8 @@ let package = Package(
             dependencies: [
                 "QuakeDaemon",
                 "QuakeStore",
-                "QuakeVarlink",
+                "QuakeProtocol",
+                "Varlink",
                 "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 
 /// `quakectl`: the command-line client of quaked.

@@ -1,6 +1,8 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
-import QuakeVarlink
+import Varlink
 
 /// A failure quakectl reports in one sentence on stderr, with a `sysexits(3)` exit code.
 public struct QuakectlError: Error, Sendable, CustomStringConvertible {
@@ -33,8 +35,25 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
         switch error {
         case let error as QuakectlError:
             return error
-        case let error as VarlinkCallError:
+        case let error as QuakedConnectionError:
+            switch error.kind {
+            case .permissionDenied:
+                return QuakectlError(
+                    permissionDenied,
+                    "permission denied opening \(error.path); ask an administrator to add you to quaked's socket group (quake by default)."
+                )
+            case .unreachable:
+                return unreachable(error.path, error.reason)
+            }
+        case let error as QuakeCache.CacheError:
+            return QuakectlError(
+                failure, "\(error); run `quakectl watch` to build one, or pass --cache with its path.")
+        case let error as IOQuaked.Failure:
             return from(error)
+        case let error as OrgVarlinkService.Failure:
+            return from(error)
+        case let error as VarlinkCallError:
+            return QuakectlError(failure, "quaked answered with an error: \(error).")
         case let error as VarlinkConnectionError:
             switch error {
             case .closed:
@@ -53,58 +72,59 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A Varlink error reply as a sentence.
-    public static func from(_ error: VarlinkCallError) -> QuakectlError {
-        let p = error.parameters
-        func string(_ key: String) -> String {
-            p[key].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? "?"
-        }
-        func int(_ key: String) -> String {
-            p[key].flatMap { if case .number(let n) = $0 { String(Int64(n)) } else { nil } } ?? "?"
-        }
-        switch error.name {
-        case QuakedAPI.Errors.noSuchQuake:
+    /// An io.quaked error as a sentence.
+    public static func from(_ error: IOQuaked.Failure) -> QuakectlError {
+        switch error {
+        case .noSuchQuake(let e):
             return QuakectlError(
-                dataError, "no earthquake with id \(string("id")) is stored; `quakectl list` shows the stored ids.")
-        case QuakedAPI.Errors.noSuchFeed:
+                dataError, "no earthquake with id \(e.id) is stored; `quakectl list` shows the stored ids.")
+        case .noSuchFeed(let e):
             return QuakectlError(
-                usage, "quaked has no feed named \(string("feed")); `quakectl status` lists the configured feeds.")
-        case QuakedAPI.Errors.reloadFailed:
+                usage, "quaked has no feed named \(e.feed); `quakectl status` lists the configured feeds.")
+        case .reloadFailed(let e):
             return QuakectlError(
-                failure,
-                "quaked rejected the configuration: \(string("reason")); the running configuration stays in force.")
-        case QuakedAPI.Errors.tokenExpired:
+                failure, "quaked rejected the configuration: \(e.reason); the running configuration stays in force.")
+        case .tokenExpired(let e):
             return QuakectlError(
                 dataError,
-                "history after token \(int("after")) has been purged; the oldest token still served is \(int("oldestToken"))."
-            )
-        case QuakedAPI.Errors.tokenAhead:
+                "history after token \(e.after) has been purged; the oldest token still served is \(e.oldestToken).")
+        case .tokenAhead(let e):
             return QuakectlError(
                 dataError,
-                "token \(int("after")) is newer than the store's head \(int("headToken")); it comes from another copy of the store."
-            )
-        case QuakedAPI.Errors.storeMismatch:
+                "token \(e.after) is newer than the store's head \(e.headToken); it comes from another copy of the store.")
+        case .storeMismatch(let e):
+            return QuakectlError(dataError, "the token belongs to another store (quaked now serves store \(e.storeId)).")
+        case .tooManyConnections(let e):
             return QuakectlError(
-                dataError, "the token belongs to another store (quaked now serves store \(string("storeId"))).")
-        case QuakedAPI.Errors.tooManyConnections:
+                unavailable, "quaked is serving its maximum of \(e.limit) connections; try again shortly.")
+        case .messageTooLarge(let e):
             return QuakectlError(
-                unavailable, "quaked is serving its maximum of \(int("limit")) connections; try again shortly.")
-        case QuakedAPI.Errors.messageTooLarge:
-            return QuakectlError(
-                usage, "the request is larger than quaked accepts (\(int("limit")) bytes); pass fewer ids at once.")
-        case VarlinkErrorName.permissionDenied:
+                usage, "the request is larger than quaked accepts (\(e.limit) bytes); pass fewer ids at once.")
+        case .messageTimeout(let e):
+            return QuakectlError(failure, "quaked gave up waiting for the request after \(e.seconds) s.")
+        }
+    }
+
+    /// An org.varlink.service error as a sentence.
+    public static func from(_ error: OrgVarlinkService.Failure) -> QuakectlError {
+        switch error {
+        case .permissionDenied:
             return QuakectlError(
                 permissionDenied,
                 "permission denied: this needs root, quaked's own user, or membership of quaked's admin group (quake-admin by default)."
             )
-        case VarlinkErrorName.invalidParameter:
-            return QuakectlError(dataError, "quaked rejected the parameter \(string("parameter")) of the request.")
-        case VarlinkErrorName.methodNotFound, VarlinkErrorName.methodNotImplemented:
+        case .invalidParameter(let e):
+            return QuakectlError(dataError, "quaked rejected the parameter \(e.parameter) of the request.")
+        case .methodNotFound(let e):
             return QuakectlError(
-                failure, "this quaked does not implement \(string("method")); update quaked to the version of quakectl."
-            )
-        default:
-            return QuakectlError(failure, "quaked answered with an error: \(error).")
+                failure, "this quaked does not implement \(e.method); update quaked to the version of quakectl.")
+        case .methodNotImplemented(let e):
+            return QuakectlError(
+                failure, "this quaked does not implement \(e.method); update quaked to the version of quakectl.")
+        case .interfaceNotFound(let e):
+            return QuakectlError(failure, "this quaked does not serve the interface \(e.interface).")
+        case .expectedMore:
+            return QuakectlError(failure, "internal error: a streaming call was made without more.")
         }
     }
 }

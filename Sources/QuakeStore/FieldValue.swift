@@ -2,8 +2,10 @@ import GRDB
 
 /// One stored value of a quake field, as history records it: what an update changed from and to.
 ///
-/// Encodes as the plain JSON value (`null`, a number or a string), so history reads naturally in
-/// JSON and in the database file.
+/// A typed column value, not a JSON value: stored in history (and sent by FetchHistory as it is)
+/// in the interface's FieldValue form, an object with the one member that matches the column's
+/// type: `{"float": 4.5}`, `{"int": 1700000000000}`, `{"string": "reviewed"}`. Null is the
+/// absence of the value (FieldChange leaves out `old` or `new`).
 public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
     case null
     case integer(Int64)
@@ -20,26 +22,30 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    private enum Member: String, CodingKey {
+        case int, float, string
+    }
+
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() {
-            self = .null
-        } else if let i = try? c.decode(Int64.self) {
+        let c = try decoder.container(keyedBy: Member.self)
+        if let i = try c.decodeIfPresent(Int64.self, forKey: .int) {
             self = .integer(i)
-        } else if let d = try? c.decode(Double.self) {
+        } else if let d = try c.decodeIfPresent(Double.self, forKey: .float) {
             self = .real(d)
+        } else if let s = try c.decodeIfPresent(String.self, forKey: .string) {
+            self = .text(s)
         } else {
-            self = .text(try c.decode(String.self))
+            self = .null
         }
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
+        var c = encoder.container(keyedBy: Member.self)
         switch self {
-        case .null: try c.encodeNil()
-        case .integer(let i): try c.encode(i)
-        case .real(let d): try c.encode(d)
-        case .text(let s): try c.encode(s)
+        case .null: break
+        case .integer(let i): try c.encode(i, forKey: .int)
+        case .real(let d): try c.encode(d, forKey: .float)
+        case .text(let s): try c.encode(s, forKey: .string)
         }
     }
 
@@ -53,7 +59,7 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
-/// One field an update changed.
+/// One field an update changed. Encodes without `old` or `new` when that value is null.
 public struct FieldChange: Sendable, Hashable, Codable {
     public var field: String
     public var old: FieldValue
@@ -63,6 +69,24 @@ public struct FieldChange: Sendable, Hashable, Codable {
         self.field = field
         self.old = old
         self.new = new
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case field, old, new
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        field = try c.decode(String.self, forKey: .field)
+        old = try c.decodeIfPresent(FieldValue.self, forKey: .old) ?? .null
+        new = try c.decodeIfPresent(FieldValue.self, forKey: .new) ?? .null
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(field, forKey: .field)
+        if old != .null { try c.encode(old, forKey: .old) }
+        if new != .null { try c.encode(new, forKey: .new) }
     }
 }
 

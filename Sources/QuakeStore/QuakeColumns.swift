@@ -15,6 +15,8 @@ enum QuakeColumns {
         "status", "tsunami", "sig", "net", "code", "ids", "sources", "types", "nst", "dmin", "rms", "gap",
         "magType", "type", "title", "lon", "lat", "depth",
     ]
+    /// The REAL columns: their values are floats on the wire (FieldValue's `float`).
+    static let realColumns = ["mag", "cdi", "mmi", "dmin", "rms", "gap", "lon", "lat", "depth"]
     static let list = names.joined(separator: ", ")
     static let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
     /// `mag = ?2, place = ?3, ...` for every column but `id` (which is `?1`), numbered as in
@@ -130,37 +132,37 @@ extension QuakeColumns {
         try s.step()
     }
 
-    /// Reads the current row of a statement that selected `\(list)`.
-    static func feature(from s: RawStatement) -> FeedFeature {
-        var q = FeedFeature(id: s.string(0) ?? "", time: s.int64(3) ?? 0)
-        q.mag = s.double(1)
-        q.place = s.string(2)
-        q.updated = s.int64(4)
-        q.tz = s.int64(5)
-        q.url = s.string(6)
-        q.detail = s.string(7)
-        q.felt = s.int64(8)
-        q.cdi = s.double(9)
-        q.mmi = s.double(10)
-        q.alert = s.string(11)
-        q.status = s.string(12)
-        q.tsunami = s.int64(13)
-        q.sig = s.int64(14)
-        q.net = s.string(15)
-        q.code = s.string(16)
-        q.ids = s.string(17)
-        q.sources = s.string(18)
-        q.types = s.string(19)
-        q.nst = s.int64(20)
-        q.dmin = s.double(21)
-        q.rms = s.double(22)
-        q.gap = s.double(23)
-        q.magType = s.string(24)
-        q.type = s.string(25)
-        q.title = s.string(26)
-        q.lon = s.double(27)
-        q.lat = s.double(28)
-        q.depth = s.double(29)
+    /// Reads the current row of a statement that selected `\(list)`, from column `offset` on.
+    static func feature(from s: RawStatement, offset o: Int32 = 0) -> FeedFeature {
+        var q = FeedFeature(id: s.string(o + 0) ?? "", time: s.int64(o + 3) ?? 0)
+        q.mag = s.double(o + 1)
+        q.place = s.string(o + 2)
+        q.updated = s.int64(o + 4)
+        q.tz = s.int64(o + 5)
+        q.url = s.string(o + 6)
+        q.detail = s.string(o + 7)
+        q.felt = s.int64(o + 8)
+        q.cdi = s.double(o + 9)
+        q.mmi = s.double(o + 10)
+        q.alert = s.string(o + 11)
+        q.status = s.string(o + 12)
+        q.tsunami = s.int64(o + 13)
+        q.sig = s.int64(o + 14)
+        q.net = s.string(o + 15)
+        q.code = s.string(o + 16)
+        q.ids = s.string(o + 17)
+        q.sources = s.string(o + 18)
+        q.types = s.string(o + 19)
+        q.nst = s.int64(o + 20)
+        q.dmin = s.double(o + 21)
+        q.rms = s.double(o + 22)
+        q.gap = s.double(o + 23)
+        q.magType = s.string(o + 24)
+        q.type = s.string(o + 25)
+        q.title = s.string(o + 26)
+        q.lon = s.double(o + 27)
+        q.lat = s.double(o + 28)
+        q.depth = s.double(o + 29)
         return q
     }
 }

@@ -125,6 +125,33 @@ enum StoreSchema {
                     END;
                     """)
         }
+        migrator.registerMigration("v5-typed-field-values") { db in
+            // Update changes' old and new values become the interface's FieldValue objects
+            // ({"float": 4.5}, {"int": ...}, {"string": ...}; null leaves the member out), so that
+            // FetchHistory sends the stored JSON as it is and it conforms to io.quaked's
+            // FieldChange (a bare number or string in an `object` field did not). The tag follows
+            // the column's type; `->` keeps each number's text exactly as it was stored.
+            let floats = QuakeColumns.realColumns.map { "'\($0)'" }.joined(separator: ", ")
+            func tagged(_ member: String) -> String {
+                """
+                CASE
+                    WHEN json_type(e.value, '$.\(member)') IS NULL OR json_type(e.value, '$.\(member)') = 'null' THEN NULL
+                    WHEN json_extract(e.value, '$.field') IN (\(floats)) THEN json_object('float', json(e.value -> '$.\(member)'))
+                    WHEN json_type(e.value, '$.\(member)') = 'integer' THEN json_object('int', json(e.value -> '$.\(member)'))
+                    ELSE json_object('string', e.value ->> '$.\(member)')
+                END
+                """
+            }
+            try db.execute(
+                sql: """
+                    UPDATE historyChanges SET fields = (
+                        SELECT json_group_array(json(json_patch(
+                            json_object('field', json_extract(e.value, '$.field')),
+                            json_object('old', \(tagged("old")), 'new', \(tagged("new"))))))
+                        FROM json_each(historyChanges.fields) e)
+                    WHERE fields IS NOT NULL
+                    """)
+        }
         return migrator
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import QuakeVarlink
+import Varlink
 import Logging
 import QuakeDaemon
 import QuakeStore

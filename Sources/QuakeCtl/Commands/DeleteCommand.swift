@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 
 /// `quakectl delete ID...`: one batch delete, recorded in history.

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -11,7 +13,7 @@ public struct HistoryCommand: AsyncParsableCommand {
     @OptionGroup public var options: ClientOptions
 
     @Option(help: ArgumentHelp("Start after this token (default: the oldest token still kept).", valueName: "token"))
-    public var after: Int64?
+    public var after: Int?
 
     @Option(help: ArgumentHelp("Show at most this many transactions (default 20).", valueName: "n"))
     public var limit: Int = 20
@@ -29,7 +31,7 @@ public struct HistoryCommand: AsyncParsableCommand {
     public func run() async throws {
         let style = options.style
         try await QuakedConnection.with(options.socketPath) { connection in
-            var token: Int64
+            var token: Int
             var storeId: String?
             if let after {
                 token = after
@@ -58,7 +60,7 @@ public struct HistoryCommand: AsyncParsableCommand {
         }
     }
 
-    static func text(_ t: QuakedAPI.Transaction, _ style: OutputStyle, summary: Bool = false, now: Date = Date())
+    static func text(_ t: IOQuaked.Transaction, _ style: OutputStyle, summary: Bool = false, now: Date = Date())
         -> String
     {
         var header =

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -69,7 +71,7 @@ public struct ListCommand: AsyncParsableCommand {
             }
             let km = radius ?? 100
             guard km > 0 else { throw ValidationError("--radius must be positive.") }
-            filter.near = QuakedAPI.Near(lat: lat, lon: lon, radiusKm: km)
+            filter.near = IOQuaked.Near(lat: lat, lon: lon, radiusKm: km)
         }
         return filter
     }
@@ -77,28 +79,28 @@ public struct ListCommand: AsyncParsableCommand {
     public func run() async throws {
         let filter = try filter()
         let style = options.style
-        let quakes: [QuakedAPI.Quake]
+        let quakes: [IOQuaked.Quake]
         let total: Int
-        let token: Int64
-        let updated: Int64?
+        let token: Int
+        let updated: Int?
         if cache {
             let cache = try QuakeCache.openExisting(path: cachePath ?? CachePath.defaultPath())
             let result = try cache.query(filter)
             let position = try cache.position()
-            (quakes, total, token, updated) = (result.quakes, result.total, position?.token ?? 0, position?.appliedAt)
+            (quakes, total, token, updated) = (result.quakes, result.total, position?.token ?? 0, position.map { Int($0.appliedAt) })
         } else {
             (quakes, total, token, updated) = try await QuakedConnection.with(options.socketPath) { connection in
                 let reply = try await connection.query(
-                    QuakedAPI.QueryParameters(
+                    IOQuaked.Query.Parameters(
                         minMagnitude: filter.minMagnitude, since: filter.since, type: filter.type, near: filter.near,
-                        limit: filter.limit, order: order))
+                        limit: filter.limit, order: IOQuaked.QueryOrder(rawValue: order)))
                 let status = try? await connection.status()
                 let updated = status?.lastChange ?? status?.feeds.compactMap(\.lastSuccess).max()
                 return (reply.quakes, reply.total, reply.headToken, updated)
             }
         }
         if style.json {
-            Console.line(JSONText.encode(QuakedAPI.QueryReply(quakes: quakes, total: total, headToken: token)))
+            Console.line(JSONText.encode(IOQuaked.Query.Reply(quakes: quakes, total: total, headToken: token)))
             return
         }
         let now = Date()

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -19,7 +21,7 @@ public struct RefreshCommand: AsyncParsableCommand {
         let style = options.style
         let progress = ProgressLine(enabled: style.progress)
         progress.show("Checking for earthquakes…")
-        let reply: QuakedAPI.RefreshReply
+        let reply: IOQuaked.Refresh.Reply
         do {
             reply = try await QuakedConnection.with(options.socketPath) { try await $0.refresh(feed: feed) }
             progress.clear()
@@ -32,7 +34,7 @@ public struct RefreshCommand: AsyncParsableCommand {
         } else {
             Console.line(Self.summary(reply))
         }
-        let failed = reply.results.filter { $0.result == "failed" }
+        let failed = reply.results.filter { $0.result == .failed }
         if !failed.isEmpty {
             let reasons = failed.map { "\($0.feed): \($0.error ?? "unknown error")" }.joined(separator: "; ")
             throw QuakectlError(
@@ -42,7 +44,7 @@ public struct RefreshCommand: AsyncParsableCommand {
     }
 
     /// `+12 new, 3 updated, 1 removed · token 58`, or `no changes`.
-    static func summary(_ reply: QuakedAPI.RefreshReply) -> String {
+    static func summary(_ reply: IOQuaked.Refresh.Reply) -> String {
         let counts = reply.results.compactMap(\.counts)
         let inserted = counts.reduce(0) { $0 + $1.inserted }
         let updated = counts.reduce(0) { $0 + $1.updated }

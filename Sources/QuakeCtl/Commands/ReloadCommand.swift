@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 
 /// `quakectl reload`: what systemd's `ExecReload=` runs.

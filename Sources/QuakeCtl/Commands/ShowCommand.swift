@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -25,7 +27,7 @@ public struct ShowCommand: AsyncParsableCommand {
         }
     }
 
-    static func text(_ q: QuakedAPI.Quake, _ style: OutputStyle, now: Date = Date()) -> String {
+    static func text(_ q: IOQuaked.Quake, _ style: OutputStyle, now: Date = Date()) -> String {
         var text = style.paint(Formatting.magnitude(q.mag), Formatting.magnitudeColor(q.mag))
         if let magType = q.magType { text += " " + magType }
         text += "  " + style.bold(q.place ?? "(unknown place)") + "\n"

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -20,9 +22,18 @@ public struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    static func text(_ s: QuakedAPI.Status, _ style: OutputStyle, now: Date = Date()) -> String {
+    /// How a pull ended, in words.
+    static func describe(_ result: IOQuaked.PullResult) -> String {
+        switch result {
+        case .imported: "imported"
+        case .notModified: "not modified"
+        case .failed: "failed"
+        }
+    }
+
+    static func text(_ s: IOQuaked.GetStatus.Reply, _ style: OutputStyle, now: Date = Date()) -> String {
         func label(_ text: String) -> String { style.dim(Formatting.fit(text, 13)) }
-        func when(_ ms: Int64) -> String { Formatting.time(ms, style, now: now) }
+        func when(_ ms: Int) -> String { Formatting.time(ms, style, now: now) }
         var out = style.bold("quaked \(s.version)") + "\n"
         out += "\(label("store"))\(s.storeId)\n"
         out +=
@@ -30,30 +41,30 @@ public struct StatusCommand: AsyncParsableCommand {
         out +=
             "\(label("earthquakes"))\(Formatting.count(s.quakeCount)) · database \(Formatting.bytes(s.databaseBytes))\n"
         out += "\(label("last change"))\(s.lastChange.map(when) ?? "never")\n"
-        out += "\(label("subscribers"))\(s.subscribers.map { Formatting.count($0) } ?? "unknown")\n"
+        out += "\(label("subscribers"))\(Formatting.count(s.subscribers))\n"
         out += style.bold("feeds") + "\n"
         if s.feeds.isEmpty { out += "  none\n" }
         for feed in s.feeds {
             out += "  \(style.bold(feed.name))" + (feed.name == feed.url ? "" : "  \(style.dim(feed.url))") + "\n"
             if let attempt = feed.lastAttempt {
-                var line = "    last pull \(when(attempt)): \(feed.lastResult ?? "running")"
+                var line = "    last pull \(when(attempt)): \(feed.lastResult.map(Self.describe) ?? "running")"
                 var details: [String] = []
                 if let code = feed.httpStatus { details.append("HTTP \(code)") }
                 if let ms = feed.durationMs { details.append(Formatting.duration(ms: ms)) }
                 if !details.isEmpty { line += " (\(details.joined(separator: ", ")))" }
-                if feed.lastResult == "imported", let counts = feed.lastImport {
+                if feed.lastResult == .imported, let counts = feed.lastImport {
                     line +=
                         " · +\(Formatting.count(counts.inserted)) new, \(Formatting.count(counts.updated)) updated, "
                         + "\(Formatting.count(counts.unchanged)) unchanged"
                 }
                 out += line + "\n"
-                if let error = feed.lastError, feed.lastResult == "failed" {
+                if let error = feed.lastError, feed.lastResult == .failed {
                     out +=
                         "    " + style.paint("error: \(error)", .red)
                         + (feed.consecutiveFailures > 1 ? " (\(feed.consecutiveFailures) failures in a row)" : "")
                         + "\n"
                 }
-                if let success = feed.lastSuccess, feed.lastResult == "failed" {
+                if let success = feed.lastSuccess, feed.lastResult == .failed {
                     out += "    last success \(when(success))\n"
                 }
             } else {
@@ -61,7 +72,8 @@ public struct StatusCommand: AsyncParsableCommand {
             }
             if let next = feed.nextPull { out += "    next pull \(when(next))\n" }
         }
-        if let clients = s.clients {
+        do {
+            let clients = s.clients
             out += style.bold("clients") + "\n"
             if clients.isEmpty { out += "  none\n" }
             for c in clients {

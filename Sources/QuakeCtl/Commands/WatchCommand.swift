@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -59,8 +61,68 @@ public struct WatchCommand: AsyncParsableCommand {
         var watchOptions = Watcher.Options(socketPath: options.socketPath)
         watchOptions.clientName = name
         watchOptions.sinceNow = since == "now"
-        watchOptions.minMagnitude = minMagnitude
         watchOptions.heartbeatSeconds = heartbeat
-        try await Watcher(options: watchOptions, cache: cache, style: options.style).run()
+        let printer = WatchPrinter(style: options.style, minMagnitude: minMagnitude)
+        try await Watcher(options: watchOptions, cache: cache).run { printer.print($0) }
+    }
+}
+
+/// How `watch` shows the Watcher's events: a line per change (or per JSON object), a line per
+/// reset, and one message on stderr per outage.
+struct WatchPrinter: Sendable {
+    let style: OutputStyle
+    /// Print only changes with a magnitude of at least this (the cache keeps everything).
+    let minMagnitude: Double?
+
+    func print(_ event: WatchEvent) {
+        switch event {
+        case .connected(let afterOutage):
+            if afterOutage { Console.err("quakectl: reconnected to quaked; catching up from the cache's token.\n") }
+        case .disconnected(let reason):
+            Console.err("quakectl: \(QuakectlError.from(reason).message) Retrying; the cache is kept.\n")
+        case .reset(let storeId, let token, let quakes, let reason):
+            if style.json {
+                Console.line(
+                    JSONText.encode(WatchLine(event: "reset", storeId: storeId, token: token, quakes: quakes, reason: reason)))
+            } else {
+                Console.line(
+                    style.bold("reset")
+                        + "    cache replaced (\(reason)): \(Formatting.earthquakes(quakes)) at token \(token) of store \(storeId)"
+                )
+            }
+        case .applied(let transaction, let storeId, let before, let isBacklog):
+            guard !isBacklog else { return }
+            var text = ""
+            for change in transaction.changes where passes(change, before: before[change.quakeId]) {
+                if style.json {
+                    text +=
+                        JSONText.encode(
+                            WatchLine(
+                                event: "change", storeId: storeId, token: transaction.token,
+                                author: transaction.author.rawValue, change: change)) + "\n"
+                } else {
+                    text += ChangeText.line(change, before: before[change.quakeId], style) + "\n"
+                }
+            }
+            if !text.isEmpty { Console.out(text) }
+        }
+    }
+
+    /// `--min-mag`: an update passes when the old or the new magnitude does.
+    func passes(_ change: IOQuaked.Change, before: IOQuaked.Quake?) -> Bool {
+        guard let min = minMagnitude else { return true }
+        let old = change.fields?.first(where: { $0.field == "mag" })?.old?.number
+        let mags = [change.quake?.mag, change.tombstone?.mag, before?.mag, ChangeText.newValue(change, "mag"), old]
+        return mags.contains { ($0 ?? -.infinity) >= min }
+    }
+
+    struct WatchLine: Encodable {
+        var event: String
+        var storeId: String
+        var token: Int
+        var author: String?
+        var change: IOQuaked.Change?
+        var quakes: Int?
+        var reason: String?
     }
 }

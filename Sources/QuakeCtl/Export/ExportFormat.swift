@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 import Foundation
 
@@ -23,7 +25,7 @@ public enum ExportFormat: String, CaseIterable, Sendable, ExpressibleByArgument 
 /// Turns a stream of quakes into bytes: a header, each quake, a footer.
 public protocol ExportWriter {
     func header(into out: inout [UInt8])
-    func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8])
+    func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8])
     func footer(into out: inout [UInt8])
 }
 
@@ -35,7 +37,7 @@ public struct CSVExportWriter: ExportWriter {
         out.append(contentsOf: [13, 10])
     }
 
-    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+    public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
         for (i, value) in QuakeFields.values(q).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             let name = QuakeFields.names[i]
@@ -70,7 +72,7 @@ public struct CSVExportWriter: ExportWriter {
     }
 
     /// `2025-11-22T02:57:00.123Z`.
-    static func iso8601(_ ms: Int64) -> String {
+    static func iso8601(_ ms: Int) -> String {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
         let millis = ms - seconds * 1000
         var t = time_t(seconds)
@@ -87,7 +89,7 @@ public struct NDJSONExportWriter: ExportWriter {
 
     public func header(into out: inout [UInt8]) {}
 
-    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+    public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         for (i, value) in QuakeFields.values(q).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -107,14 +109,14 @@ public struct GeoJSONExportWriter: ExportWriter {
     public init() {}
 
     public func header(into out: inout [UInt8]) {
-        let generated = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let generated = Int((Date().timeIntervalSince1970 * 1000).rounded())
         out.append(
             contentsOf: Array(
                 #"{"type":"FeatureCollection","metadata":{"generated":\#(generated),"title":"quakectl export","status":200},"features":["#
                     .utf8))
     }
 
-    public func quake(_ q: QuakedAPI.Quake, index: Int, into out: inout [UInt8]) {
+    public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
         if index > 0 { out.append(UInt8(ascii: ",")) }
         out.append(contentsOf: Array(#"{"type":"Feature","properties":{"#.utf8))
         var first = true

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import ArgumentParser
 
 /// Options every command takes: where the daemon is and how to print.

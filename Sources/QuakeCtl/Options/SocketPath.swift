@@ -1,5 +1,7 @@
+import QuakeClient
+import QuakeProtocol
 import Foundation
-import QuakeVarlink
+import Varlink
 
 /// Where quakectl looks for quaked's control socket when `--socket` is not given.
 ///

@@ -1,5 +1,7 @@
+import QuakeClient
+import QuakeProtocol
 import Foundation
-import QuakeVarlink
+import Varlink
 
 /// History changes as lines: `new`, `updated` (with what changed) and `removed` (with why).
 public enum ChangeText {
@@ -8,10 +10,10 @@ public enum ChangeText {
 
     /// One change as a line. `before` is the quake as it was (from a cache), when known.
     public static func line(
-        _ change: QuakedAPI.Change, before: QuakedAPI.Quake? = nil, _ style: OutputStyle, now: Date = Date()
+        _ change: IOQuaked.Change, before: IOQuaked.Quake? = nil, _ style: OutputStyle, now: Date = Date()
     ) -> String {
         switch change.kind {
-        case "insert":
+        case .insert:
             let label = style.paint(Formatting.fit("new", 9), .green)
             guard let q = change.quake else {
                 return "\(label)\(Formatting.magnitudeColumn(nil, style))  "
@@ -20,7 +22,7 @@ public enum ChangeText {
             return label
                 + Formatting.row(
                     mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
-        case "update":
+        case .update:
             let label = style.paint(Formatting.fit("updated", 9), .yellow)
             let q = change.quake ?? before
             let mag = change.quake?.mag ?? newValue(change, "mag") ?? before?.mag
@@ -29,31 +31,28 @@ public enum ChangeText {
                 now: now)
             let summary = fieldSummary(change.fields ?? [], style)
             return label + row + (summary.isEmpty ? "" : "  " + summary)
-        case "delete":
+        case .delete:
             let label = style.paint(Formatting.fit("removed", 9), .red)
             let t = change.tombstone
             let row = Formatting.row(
                 mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
                 id: change.quakeId, placeWidth: placeWidth, style, now: now)
             return label + row + "  (" + reason(change) + ")"
-        default:
-            return Formatting.fit(change.kind, 9) + change.quakeId
         }
     }
 
     /// Why a quake was removed, as words.
-    public static func reason(_ change: QuakedAPI.Change) -> String {
+    public static func reason(_ change: IOQuaked.Change) -> String {
         switch change.reason {
-        case "superseded": change.supersededBy.map { "superseded by \($0)" } ?? "superseded"
-        case "expired": "expired"
-        case "deleted-by-user": "deleted by user"
-        case let other?: other
+        case .superseded: change.supersededBy.map { "superseded by \($0)" } ?? "superseded"
+        case .expired: "expired"
+        case .deletedByUser: "deleted by user"
         case nil: "removed"
         }
     }
 
     /// `M 4.1→3.9, status automatic→reviewed`; `revised` when only `updated` moved.
-    public static func fieldSummary(_ fields: [QuakedAPI.FieldChange], _ style: OutputStyle) -> String {
+    public static func fieldSummary(_ fields: [IOQuaked.FieldChange], _ style: OutputStyle) -> String {
         var parts: [String] = []
         for f in fields where f.field != "updated" {
             switch f.field {
@@ -70,29 +69,27 @@ public enum ChangeText {
         return parts.joined(separator: ", ")
     }
 
-    static func newValue(_ change: QuakedAPI.Change, _ field: String) -> Double? {
-        guard case .number(let n)? = change.fields?.first(where: { $0.field == field })?.new else { return nil }
-        return n
+    static func newValue(_ change: IOQuaked.Change, _ field: String) -> Double? {
+        change.fields?.first(where: { $0.field == field })?.new?.number
     }
 
-    static func magText(_ value: JSONValue?) -> String {
-        if case .number(let n)? = value { return Formatting.oneDecimal(n) }
-        return "?"
+    static func magText(_ value: IOQuaked.FieldValue?) -> String {
+        value?.number.map(Formatting.oneDecimal) ?? "?"
     }
 
-    static func timeText(_ value: JSONValue?, _ style: OutputStyle) -> String {
-        if case .number(let n)? = value { return Formatting.absolute(Int64(n), timeZone: style.timeZone) }
+    static func timeText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {
+        value?.int.map { Formatting.absolute($0, timeZone: style.timeZone) } ?? "–"
+    }
+
+    static func valueText(_ value: IOQuaked.FieldValue?) -> String {
+        if let s = value?.string { return s.count > 32 ? String(s.prefix(31)) + "…" : s }
+        if let i = value?.int { return String(i) }
+        if let d = value?.float { return d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : String(d) }
         return "–"
     }
+}
 
-    static func valueText(_ value: JSONValue?) -> String {
-        switch value {
-        case nil, .null?: return "–"
-        case .number(let n)?:
-            return n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
-        case .string(let s)?: return s.count > 32 ? String(s.prefix(31)) + "…" : s
-        case .bool(let b)?: return String(b)
-        case .array?, .object?: return "…"
-        }
-    }
+extension IOQuaked.FieldValue {
+    /// The value as a number, whether the field is an int or a float.
+    var number: Double? { float ?? int.map(Double.init) }
 }

@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import Foundation
 import QuakeFeed
 
@@ -28,7 +30,7 @@ public enum Formatting {
     }
 
     /// "3 minutes ago", "in 5 seconds", "just now".
-    public static func relative(_ ms: Int64, now: Date = Date()) -> String {
+    public static func relative(_ ms: Int, now: Date = Date()) -> String {
         let seconds = (Double(ms) / 1000 - now.timeIntervalSince1970)
         let magnitude = abs(seconds)
         if magnitude < 1 { return "just now" }
@@ -46,7 +48,7 @@ public enum Formatting {
     }
 
     /// `2025-11-22 02:57:00 UTC` in `timeZone`.
-    public static func absolute(_ ms: Int64, timeZone: TimeZone = .current) -> String {
+    public static func absolute(_ ms: Int, timeZone: TimeZone = .current) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let date = Date(timeIntervalSince1970: Double(ms) / 1000)
@@ -61,7 +63,7 @@ public enum Formatting {
     }
 
     /// A time as the style wants it.
-    public static func time(_ ms: Int64, _ style: OutputStyle, now: Date = Date()) -> String {
+    public static func time(_ ms: Int, _ style: OutputStyle, now: Date = Date()) -> String {
         style.absoluteTimes ? absolute(ms, timeZone: style.timeZone) : relative(ms, now: now)
     }
 
@@ -112,7 +114,7 @@ public enum Formatting {
 
     /// One quake as a list row: magnitude, place, time, id.
     public static func row(
-        mag: Double?, place: String?, time: Int64, id: String, placeWidth: Int, _ style: OutputStyle,
+        mag: Double?, place: String?, time: Int, id: String, placeWidth: Int, _ style: OutputStyle,
         now: Date = Date()
     ) -> String {
         let when = Formatting.time(time, style, now: now)

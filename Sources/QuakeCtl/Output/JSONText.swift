@@ -1,3 +1,5 @@
+import QuakeClient
+import QuakeProtocol
 import Foundation
 
 /// JSON output: Codable for small replies, and a hand-written writer for the hot export path.
@@ -55,7 +57,7 @@ public enum JSONText {
 /// One field value of a quake.
 public enum QuakeValue: Sendable, Hashable {
     case null
-    case integer(Int64)
+    case integer(Int)
     case real(Double)
     case text(String)
 }
@@ -69,9 +71,9 @@ public enum QuakeFields {
     ]
 
     /// The values of `q`, in the order of ``names``.
-    public static func values(_ q: QuakedAPI.Quake) -> [QuakeValue] {
+    public static func values(_ q: IOQuaked.Quake) -> [QuakeValue] {
         func s(_ v: String?) -> QuakeValue { v.map(QuakeValue.text) ?? .null }
-        func i(_ v: Int64?) -> QuakeValue { v.map(QuakeValue.integer) ?? .null }
+        func i(_ v: Int?) -> QuakeValue { v.map(QuakeValue.integer) ?? .null }
         func d(_ v: Double?) -> QuakeValue { v.map(QuakeValue.real) ?? .null }
         return [
             .text(q.id), d(q.mag), s(q.place), .integer(q.time), i(q.updated), i(q.tz), s(q.url), s(q.detail),

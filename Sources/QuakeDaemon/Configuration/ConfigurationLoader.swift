@@ -1,5 +1,6 @@
 import Foundation
-import QuakeVarlink
+import QuakeProtocol
+import Varlink
 
 /// Builds a ``DaemonConfiguration`` from its sources, highest first: command-line flags,
 /// environment (`QUAKED_*`), the config file, built-in defaults.

@@ -1,5 +1,7 @@
 import Foundation
-import QuakeVarlink
+import QuakeProtocol
+import Varlink
+import Varlink
 import Logging
 
 /// Everything quaked can be configured with: the one source of truth for the configuration.
@@ -58,16 +60,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return limits
     }
 
-    /// The control socket limits this configuration gives.
-    public var socketLimits: ControlSocket.Limits {
-        var limits = ControlSocket.Limits()
+    /// The control socket's limits this configuration gives.
+    public var serverLimits: VarlinkServer.Limits {
+        var limits = VarlinkServer.Limits()
         limits.messageDeadline = .milliseconds(Int64(messageTimeout / .milliseconds(1)))
-        return limits
-    }
-
-    /// The control server limits this configuration gives.
-    public var serverLimits: ControlServer.Limits {
-        var limits = ControlServer.Limits()
         limits.maxConnections = maxConnections
         limits.writeTimeout = writeTimeout
         return limits

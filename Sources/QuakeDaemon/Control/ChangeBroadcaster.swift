@@ -1,30 +1,31 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import Synchronization
+import Varlink
 
 /// Remote-change notifications: tells every subscriber the newest history token.
 ///
-/// Each subscriber has one slot holding the latest head, not a queue: a subscriber that reads
-/// slowly gets the newest head when it next looks, and memory stays constant however far behind
-/// it is.
+/// Each committed transaction is encoded once, as a whole `changed` reply frame, and the same
+/// bytes go to every subscriber: no JSON work per subscriber. Each subscriber has one slot holding
+/// the latest frame, not a queue: a subscriber that reads slowly gets the newest head when it next
+/// looks, and memory stays constant however far behind it is.
 public final class ChangeBroadcaster: Sendable {
-    /// What a subscriber learns.
+    /// What a subscriber learns: the newest head, and its `changed` reply, ready to write.
     public struct Change: Sendable, Equatable {
         public var head: HistoryToken
         public var author: HistoryAuthor?
+        public var frame: [UInt8]
     }
 
     final class Subscription: Sendable {
-        private struct State {
-            var pending: Change?
-        }
-        private let state = Mutex(State())
+        private let pending = Mutex<Change?>(nil)
         fileprivate let wakeup = Wakeup()
 
         fileprivate func offer(_ change: Change) {
-            state.withLock { state in
-                if let pending = state.pending, pending.head >= change.head { return }
-                state.pending = change
+            pending.withLock { pending in
+                if let current = pending, current.head >= change.head { return }
+                pending = change
             }
             wakeup.signal()
         }
@@ -38,26 +39,40 @@ public final class ChangeBroadcaster: Sendable {
         }
 
         private func take() -> Change? {
-            state.withLock { state in
-                defer { state.pending = nil }
-                return state.pending
+            pending.withLock { pending in
+                defer { pending = nil }
+                return pending
             }
         }
     }
 
+    private let storeID: String
     private let subscriptions = Mutex<[ObjectIdentifier: Subscription]>([:])
 
-    public init() {}
+    public init(storeID: String) {
+        self.storeID = storeID
+    }
 
     /// The number of subscribers.
     public var count: Int { subscriptions.withLock { $0.count } }
 
-    /// Announces a committed transaction.
+    /// Announces a committed transaction to every subscriber.
     public func publish(head: HistoryToken, author: HistoryAuthor?) {
-        let change = Change(head: head, author: author)
+        let change = Change(
+            head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
         for subscription in subscriptions.withLock({ Array($0.values) }) {
             subscription.offer(change)
         }
+    }
+
+    /// A Subscribe reply frame (with `continues`).
+    static func frame(
+        _ event: IOQuaked.SubscribeEvent, storeID: String, head: HistoryToken, author: HistoryAuthor? = nil
+    ) -> [UInt8] {
+        VarlinkReply.frame(
+            IOQuaked.Subscribe.Reply(
+                event: event, storeId: storeID, headToken: Int(head), author: author.map(IOQuaked.Author.init)),
+            continues: true)
     }
 
     /// Runs `body` with a subscription that receives every publication while `body` runs.

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import QuakeVarlink
+import Varlink
 
 /// The listening Unix socket clients connect to: the one systemd passed (socket activation), or
 /// one quaked binds itself.
@@ -10,24 +10,6 @@ import QuakeVarlink
 /// Binding happens before the services start so that `READY=1` is only sent once the socket
 /// listens, and so that a socket another quaked answers on is a start-up error, not a takeover.
 public enum ControlSocket {
-    public typealias Channel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
-    public typealias Listener = NIOAsyncChannel<Connection, Never>
-
-    /// An accepted connection and who is on the other end.
-    public struct Connection: Sendable {
-        public var channel: Channel
-        /// From SO_PEERCRED at accept time; nil only if the kernel would not say.
-        public var peer: PeerCredentials?
-    }
-
-    public struct Limits: Sendable {
-        /// Largest message accepted (bytes before the NUL).
-        public var maxMessageSize = 1 << 20
-        /// How long a started message may take to end with its NUL.
-        public var messageDeadline: TimeAmount = .seconds(10)
-        public init() {}
-    }
-
     /// Where the socket came from, for the log.
     public enum Origin: Sendable, Equatable {
         case activated(fd: CInt)
@@ -40,21 +22,15 @@ public enum ControlSocket {
 
     /// Opens the listener. `activated` is the fd systemd passed, if any.
     public static func open(
-        path: String, group: String?, activated: CInt?, limits: Limits = .init(), logger: Logger
-    ) async throws -> (Listener, Origin) {
+        path: String, group: String?, activated: CInt?, limits: VarlinkServer.Limits = .init(),
+        limitReplies: VarlinkServer.LimitReplies, logger: Logger
+    ) async throws -> (VarlinkServer.Listener, Origin) {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             // A client may send its call and shut down its side (socat does): still answer.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any NIOCore.Channel) -> EventLoopFuture<Connection> = { channel in
-            PeerCredentials.read(from: channel).flatMapThrowing { peer in
-                try channel.pipeline.syncOperations.addHandler(
-                    MessageLimitsHandler(maxMessageSize: limits.maxMessageSize, deadline: limits.messageDeadline))
-                // The limits handler has already refused anything longer.
-                try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize + 1)))
-                return Connection(channel: try Channel(wrappingChannelSynchronously: channel), peer: peer)
-            }
+        let initializer: @Sendable (any NIOCore.Channel) -> EventLoopFuture<VarlinkServer.Connection> = {
+            VarlinkServer.makeConnection($0, limits: limits, limitReplies: limitReplies)
         }
         if let fd = activated {
             let listener = try await bootstrap.bind(fd, childChannelInitializer: initializer)

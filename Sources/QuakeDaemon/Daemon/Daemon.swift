@@ -21,14 +21,14 @@ public enum Daemon {
         let activated = SocketActivation.listenFileDescriptors().first
         let (listener, origin) = try await ControlSocket.open(
             path: configuration.socketPath, group: configuration.socketGroup, activated: activated,
-            limits: configuration.socketLimits, logger: logger)
+            limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
 
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
         let puller = FeedPuller(
             client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
-        let broadcaster = ChangeBroadcaster()
+        let broadcaster = ChangeBroadcaster(storeID: store.storeID)
         let scheduler = FeedScheduler(
             store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
         ) { status, result in
@@ -47,7 +47,7 @@ public enum Daemon {
         }
         let server = ControlServer(
             listener: listener, origin: origin,
-            methods: QuakedMethods(
+            service: QuakedService(
                 store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, logger: logger),
             limits: configuration.serverLimits, logger: logger)
 

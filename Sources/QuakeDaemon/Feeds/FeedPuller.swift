@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Varlink
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -203,14 +203,14 @@ public final class FeedScheduler: Service, Sendable {
             runtime.status.durationMs = Int(elapsed / .milliseconds(1))
             switch result {
             case .imported(let report, let httpStatus):
-                runtime.status.lastResult = "imported"
+                runtime.status.lastResult = .imported
                 runtime.status.lastReport = report
                 runtime.status.httpStatus = httpStatus
             case .notModified:
-                runtime.status.lastResult = "not-modified"
+                runtime.status.lastResult = .notModified
                 runtime.status.httpStatus = 304
             case .failed:
-                runtime.status.lastResult = "failed"
+                runtime.status.lastResult = .failed
             }
             if result.isSuccess {
                 runtime.status.lastSuccess = Date()

@@ -10,8 +10,8 @@ public struct FeedStatus: Sendable, Codable, Equatable {
     public var lastAttempt: Date?
     /// When a pull last succeeded (imported or not modified).
     public var lastSuccess: Date?
-    /// `imported`, `not-modified` or `failed`.
-    public var lastResult: String?
+    /// How the last pull ended.
+    public var lastResult: Outcome?
     /// HTTP status of the last pull (nil for files and transport failures).
     public var httpStatus: Int?
     /// How long the last pull took.
@@ -24,6 +24,12 @@ public struct FeedStatus: Sendable, Codable, Equatable {
     public var consecutiveFailures: Int = 0
     /// When the next scheduled pull is due.
     public var nextPull: Date?
+
+    public enum Outcome: String, Sendable, Codable, Equatable {
+        case imported
+        case notModified = "not-modified"
+        case failed
+    }
 
     public init(feed: FeedSource) {
         name = feed.name

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
-import QuakeFeed
+import QuakeProtocol
+import Varlink
 
 /// `watch`'s local copy of the store: the merged rows, the store id and the last applied token.
 ///
@@ -12,7 +13,7 @@ public struct QuakeCache: Sendable {
     /// Where the cache is, and which store and token its rows are as of.
     public struct Position: Sendable, Hashable {
         public var storeId: String
-        public var token: Int64
+        public var token: Int
         /// When the cache last changed (ms since the epoch).
         public var appliedAt: Int64
     }
@@ -36,12 +37,17 @@ public struct QuakeCache: Sendable {
         try Self.migrator.migrate(writer)
     }
 
-    /// Opens an existing cache for reading (`list --cache`); throws when there is none.
+    /// Why a cache cannot be used.
+    public struct CacheError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "the cache at \(path) \(reason)" }
+    }
+
+    /// Opens an existing cache for reading (`list --cache`); throws ``CacheError`` when there is none.
     public static func openExisting(path: String) throws -> QuakeCache {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw QuakectlError(
-                QuakectlError.failure,
-                "there is no cache at \(path); run `quakectl watch` to build one, or pass --cache with its path.")
+            throw CacheError(path: path, reason: "does not exist")
         }
         return try QuakeCache(path: path)
     }
@@ -94,28 +100,31 @@ public struct QuakeCache: Sendable {
 
     /// Applies one history transaction of `storeId` and moves the token to it, atomically.
     ///
-    /// Returns the rows as they were before (for printing what changed), or `nil` when the cache
-    /// is not at a position this transaction follows (another store, or the transaction is
-    /// already applied): nothing is applied twice.
-    public func apply(_ transaction: QuakedAPI.Transaction, storeId: String, now: Date = Date()) throws
-        -> [String: QuakedAPI.Quake]?
+    /// Returns what callers need to describe the change and that only the cache knows: the rows,
+    /// as they were before, of updates that carry no quake (a later transaction removed it). Nil
+    /// when the cache is not at a position this transaction follows (another store, or the
+    /// transaction is already applied): nothing is applied twice.
+    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date()) throws
+        -> [String: IOQuaked.Quake]?
     {
         try writer.write { db in
             guard let position = try Self.position(db), position.storeId == storeId,
                 position.token < transaction.token
             else { return nil }
-            var before: [String: QuakedAPI.Quake] = [:]
+            var before: [String: IOQuaked.Quake] = [:]
+            let upsert = try db.cachedStatement(sql: Self.upsertSQL(table: "quakes"))
+            let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
             for change in transaction.changes {
-                if let old = try Self.quake(db, id: change.quakeId) { before[change.quakeId] = old }
                 switch change.kind {
-                case "insert", "update":
-                    // A change whose quake is null was removed by a later transaction, which
-                    // removes it here too when it is applied.
-                    if let quake = change.quake { try Self.upsert(db, table: "quakes", quake) }
-                case "delete":
-                    try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [change.quakeId])
-                default:
-                    break  // a kind this version does not know changes nothing it keeps
+                case .insert, .update:
+                    if let quake = change.quake {
+                        try Self.upsert(upsert, quake)
+                    } else if change.kind == .update, let old = try Self.quake(db, id: change.quakeId) {
+                        // Removed by a later transaction, which removes it here too when applied.
+                        before[change.quakeId] = old
+                    }
+                case .delete:
+                    try delete.execute(arguments: [change.quakeId])
                 }
             }
             try db.execute(
@@ -131,16 +140,17 @@ public struct QuakeCache: Sendable {
     }
 
     /// Adds one snapshot page to the staging table.
-    public func stage(_ quakes: [QuakedAPI.Quake]) throws {
+    public func stage(_ quakes: [IOQuaked.Quake]) throws {
         try writer.write { db in
-            for quake in quakes { try Self.upsert(db, table: "staging", quake) }
+            let upsert = try db.cachedStatement(sql: Self.upsertSQL(table: "staging"))
+            for quake in quakes { try Self.upsert(upsert, quake) }
         }
     }
 
     /// Replaces the rows by the staged snapshot and sets the position, in one transaction.
     /// Returns how many quakes the cache now holds.
     @discardableResult
-    public func finishReset(storeId: String, token: Int64, now: Date = Date()) throws -> Int {
+    public func finishReset(storeId: String, token: Int, now: Date = Date()) throws -> Int {
         try writer.write { db in
             try db.execute(sql: "DELETE FROM quakes")
             try db.execute(sql: "INSERT INTO quakes SELECT * FROM staging")
@@ -156,19 +166,19 @@ public struct QuakeCache: Sendable {
         try writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quakes") ?? 0 }
     }
 
-    public func quake(id: String) throws -> QuakedAPI.Quake? {
+    public func quake(id: String) throws -> IOQuaked.Quake? {
         try writer.read { db in try Self.quake(db, id: id) }
     }
 
     /// Every cached quake, ordered by id.
-    public func allQuakes() throws -> [QuakedAPI.Quake] {
+    public func allQuakes() throws -> [IOQuaked.Quake] {
         try writer.read { db in
             try String.fetchAll(db, sql: "SELECT quake FROM quakes ORDER BY id").map(Self.decode)
         }
     }
 
     /// Quakes matching the filters, newest first, with how many match before `limit`.
-    public func query(_ filter: QuakeFilter) throws -> (quakes: [QuakedAPI.Quake], total: Int) {
+    public func query(_ filter: QuakeFilter) throws -> (quakes: [IOQuaked.Quake], total: Int) {
         try writer.read { db in
             var sql = "SELECT quake FROM quakes WHERE 1"
             var arguments: StatementArguments = []
@@ -187,7 +197,7 @@ public struct QuakeCache: Sendable {
             sql += " ORDER BY time DESC, id"
             let matching = try String.fetchCursor(db, sql: sql, arguments: arguments).map(Self.decode)
                 .filter { filter.matchesNear($0) }
-            var quakes: [QuakedAPI.Quake] = []
+            var quakes: [IOQuaked.Quake] = []
             var total = 0
             while let quake = try matching.next() {
                 total += 1
@@ -197,19 +207,22 @@ public struct QuakeCache: Sendable {
         }
     }
 
-    private static func quake(_ db: Database, id: String) throws -> QuakedAPI.Quake? {
+    private static func quake(_ db: Database, id: String) throws -> IOQuaked.Quake? {
         try String.fetchOne(db, sql: "SELECT quake FROM quakes WHERE id = ?", arguments: [id]).map(decode)
     }
 
-    private static func upsert(_ db: Database, table: String, _ quake: QuakedAPI.Quake) throws {
-        let json = String(decoding: try JSONEncoder().encode(quake), as: UTF8.self)
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO \(table) (id, time, mag, type, lat, lon, quake) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            arguments: [quake.id, quake.time, quake.mag, quake.type, quake.lat, quake.lon, json])
+    private static func upsertSQL(table: String) -> String {
+        "INSERT OR REPLACE INTO \(table) (id, time, mag, type, lat, lon, quake) VALUES (?, ?, ?, ?, ?, ?, ?)"
     }
 
-    private static func decode(_ json: String) throws -> QuakedAPI.Quake {
-        try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data(json.utf8))
+    /// Writes one quake with its JSON, encoded by the generated type (no Foundation encoder).
+    private static func upsert(_ statement: Statement, _ quake: IOQuaked.Quake) throws {
+        let json = String(decoding: quake.jsonBytes, as: UTF8.self)
+        try statement.execute(arguments: [quake.id, quake.time, quake.mag, quake.type, quake.lat, quake.lon, json])
+    }
+
+    private static func decode(_ json: String) throws -> IOQuaked.Quake {
+        try IOQuaked.Quake.decode(json: Array(json.utf8))
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
@@ -221,13 +234,13 @@ public struct QuakeCache: Sendable {
 public struct QuakeFilter: Sendable, Hashable {
     public var minMagnitude: Double?
     /// ms since the epoch.
-    public var since: Int64?
+    public var since: Int?
     public var type: String?
-    public var near: QuakedAPI.Near?
+    public var near: IOQuaked.Near?
     public var limit: Int?
 
     public init(
-        minMagnitude: Double? = nil, since: Int64? = nil, type: String? = nil, near: QuakedAPI.Near? = nil,
+        minMagnitude: Double? = nil, since: Int? = nil, type: String? = nil, near: IOQuaked.Near? = nil,
         limit: Int? = nil
     ) {
         self.minMagnitude = minMagnitude
@@ -237,7 +250,7 @@ public struct QuakeFilter: Sendable, Hashable {
         self.limit = limit
     }
 
-    func matchesNear(_ quake: QuakedAPI.Quake) -> Bool {
+    func matchesNear(_ quake: IOQuaked.Quake) -> Bool {
         guard let near else { return true }
         guard let lat = quake.lat, let lon = quake.lon else { return false }
         return Geodesy.distanceKm(lat1: near.lat, lon1: near.lon, lat2: lat, lon2: lon) <= near.radiusKm

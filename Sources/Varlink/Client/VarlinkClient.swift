@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 import Synchronization
 
@@ -48,27 +47,37 @@ public final class VarlinkClient: Sendable {
         try? await channel.close()
     }
 
-    /// Calls `method` and returns its reply's parameters decoded as `R`. A Varlink error reply
-    /// throws ``VarlinkCallError``.
-    public func call<R: Decodable>(
-        _ method: String, _ parameters: some Encodable & Sendable, returning: R.Type = R.self
-    ) async throws -> R {
+    /// Calls a method and returns its reply, decoded strictly. A Varlink error reply throws
+    /// ``VarlinkCallError`` (turn it into a typed error with the interface's `Failure`).
+    public func call<M: VarlinkMethod>(_ method: M.Type, _ parameters: M.Parameters) async throws -> M.Reply {
         try begin()
         defer { end() }
-        try await send(method, parameters, more: false)
-        let reply: ReplyFrame<R> = try await receive()
-        return try reply.result()
+        try await send(VarlinkCall(method: M.name, parameters: parameters.jsonBytes))
+        return try await receiveNext(M.Reply.self).value
     }
 
-    /// Calls `method` with `more` and returns its replies as they arrive; the sequence ends after
+    /// Calls a method with `more` and returns its replies as they arrive; the sequence ends after
     /// the reply without `continues`. A Varlink error reply ends it by throwing ``VarlinkCallError``.
     /// Iterate it to the end (or close the client): the connection serves no other call meanwhile.
-    public func callMore<R: Decodable>(
-        _ method: String, _ parameters: some Encodable & Sendable, returning: R.Type = R.self
-    ) async throws -> VarlinkReplies<R> {
+    public func callMore<M: VarlinkMethod>(_ method: M.Type, _ parameters: M.Parameters) async throws
+        -> VarlinkReplies<M.Reply>
+    {
+        try await callMore(VarlinkCall(method: M.name, parameters: parameters.jsonBytes, more: true))
+    }
+
+    /// Sends a call as it is (any method name, any parameters) and returns its one reply's raw
+    /// form: for tools and tests that speak Varlink without generated types.
+    public func call(_ call: VarlinkCall) async throws -> VarlinkReply {
+        try begin()
+        defer { end() }
+        try await send(call)
+        return try await receiveFrame()
+    }
+
+    func callMore<R: VarlinkValue>(_ call: VarlinkCall) async throws -> VarlinkReplies<R> {
         try begin()
         do {
-            try await send(method, parameters, more: true)
+            try await send(call)
         } catch {
             end()
             throw error
@@ -87,19 +96,18 @@ public final class VarlinkClient: Sendable {
         busy.withLock { $0 = false }
     }
 
-    private func send(_ method: String, _ parameters: some Encodable & Sendable, more: Bool) async throws {
-        let call = VarlinkCall(method: method, parameters: try VarlinkCoding.value(parameters), more: more ? true : nil)
+    private func send(_ call: VarlinkCall) async throws {
         do {
-            try await channel.writeAndFlush(ByteBuffer(bytes: try VarlinkCoding.frame(call)))
+            try await channel.writeAndFlush(ByteBuffer(bytes: call.frame()))
         } catch let error as ChannelError where error == .ioOnClosedChannel || error == .alreadyClosed {
             throw VarlinkConnectionError.closed
         }
     }
 
-    fileprivate func receive<R: Decodable>() async throws -> ReplyFrame<R> {
+    private func receiveFrame() async throws -> VarlinkReply {
         let frame = try await inbox.next()
         do {
-            return try VarlinkCoding.decoder().decode(ReplyFrame<R>.self, from: Data(frame.readableBytesView))
+            return try VarlinkReply(parsing: Array(frame.readableBytesView))
         } catch {
             // A reply this client cannot read leaves the connection out of step.
             channel.close(promise: nil)
@@ -107,31 +115,16 @@ public final class VarlinkClient: Sendable {
         }
     }
 
-    fileprivate func receiveNext<R: Decodable>() async throws -> (R, continues: Bool) {
-        let reply: ReplyFrame<R> = try await receive()
-        return (try reply.result(), reply.continues)
-    }
-}
-
-/// A Varlink error reply: the error's fully qualified name and its parameters.
-public struct VarlinkCallError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// E.g. `io.quaked.NoSuchQuake`.
-    public var name: String
-    public var parameters: JSONValue
-
-    public init(name: String, parameters: JSONValue) {
-        self.name = name
-        self.parameters = parameters
-    }
-
-    /// Decodes the error's parameters as `T`.
-    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try VarlinkCoding.decode(T.self, from: parameters)
-    }
-
-    public var description: String {
-        let text = (try? String(decoding: VarlinkCoding.encoder().encode(parameters), as: UTF8.self)) ?? ""
-        return "\(name) \(text)"
+    /// The next reply decoded as `R`, and whether more follow; an error reply throws.
+    fileprivate func receiveNext<R: VarlinkValue>(_ type: R.Type) async throws -> (value: R, continues: Bool) {
+        let reply = try await receiveFrame()
+        if let error = reply.error { throw VarlinkCallError(name: error, parameters: reply.parameters) }
+        do {
+            return (try R.decode(json: reply.parameters), reply.continues)
+        } catch {
+            channel.close(promise: nil)
+            throw VarlinkConnectionError.invalidReply("\(error)")
+        }
     }
 }
 
@@ -154,7 +147,7 @@ public enum VarlinkConnectionError: Error, Sendable, Hashable, CustomStringConve
 }
 
 /// The replies of one call made with `more`, as they arrive.
-public struct VarlinkReplies<Element: Decodable>: AsyncSequence, Sendable {
+public struct VarlinkReplies<Element: VarlinkValue>: AsyncSequence, Sendable {
     let client: VarlinkClient
 
     public func makeAsyncIterator() -> Iterator {
@@ -168,7 +161,7 @@ public struct VarlinkReplies<Element: Decodable>: AsyncSequence, Sendable {
         public mutating func next() async throws -> Element? {
             guard !finished else { return nil }
             do {
-                let (value, continues) = try await client.receiveNext() as (Element, continues: Bool)
+                let (value, continues) = try await client.receiveNext(Element.self)
                 if !continues {
                     finished = true
                     client.end()
@@ -183,42 +176,6 @@ public struct VarlinkReplies<Element: Decodable>: AsyncSequence, Sendable {
                 finished = true
                 throw error
             }
-        }
-    }
-}
-
-/// One reply as received: parameters (decoded as `P`) or an error, in one pass over the bytes.
-struct ReplyFrame<P: Decodable>: Decodable {
-    enum Content {
-        case parameters(P)
-        case error(VarlinkCallError)
-    }
-
-    var content: Content
-    var continues: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case parameters, continues, error
-    }
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        continues = try c.decodeIfPresent(Bool.self, forKey: .continues) ?? false
-        if let name = try c.decodeIfPresent(String.self, forKey: .error) {
-            let parameters = try c.decodeIfPresent(JSONValue.self, forKey: .parameters) ?? .object([:])
-            content = .error(VarlinkCallError(name: name, parameters: parameters))
-        } else if let parameters = try c.decodeIfPresent(P.self, forKey: .parameters) {
-            content = .parameters(parameters)
-        } else {
-            // No parameters means an empty object.
-            content = .parameters(try VarlinkCoding.decode(P.self, from: nil))
-        }
-    }
-
-    func result() throws -> P {
-        switch content {
-        case .parameters(let p): return p
-        case .error(let e): throw e
         }
     }
 }

@@ -42,3 +42,36 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 }
+
+extension JSONValue: VarlinkValue {
+    /// Any JSON value (Varlink's `object` type is `[String: JSONValue]`, which takes objects only).
+    public init(json: inout JSONScanner) throws(VarlinkParameterError) {
+        json.skipSpaceForValue()
+        switch json.peekByteForValue() {
+        case UInt8(ascii: "{"): self = .object(try [String: JSONValue](json: &json))
+        case UInt8(ascii: "["): self = .array(try [JSONValue](json: &json))
+        case UInt8(ascii: "\""): self = .string(try json.readString())
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): self = .bool(try json.readBool())
+        case UInt8(ascii: "n"):
+            _ = try json.readNull()
+            self = .null
+        default: self = .number(try json.readDouble())
+        }
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        switch self {
+        case .null: writer.null()
+        case .bool(let b): writer.bool(b)
+        case .number(let n): writer.double(n)
+        case .string(let s): writer.string(s)
+        case .array(let a): a.write(to: &writer)
+        case .object(let o): o.write(to: &writer)
+        }
+    }
+}
+
+extension JSONScanner {
+    mutating func skipSpaceForValue() { skipSpace() }
+    func peekByteForValue() -> UInt8? { peekByte() }
+}

@@ -1,9 +1,8 @@
 import NIOCore
-import QuakeVarlink
 
 /// Enforces the control socket's message limits before any message is decoded: a message longer
 /// than `maxMessageSize`, or one that does not end (with its NUL) within `deadline`, is answered
-/// with io.quaked.MessageTooLarge or io.quaked.MessageTimeout and the connection is closed.
+/// with the service's own error for it (``VarlinkServer/LimitReplies``) and the connection is closed.
 ///
 /// Done here, at the front of the pipeline, so the error reply is written before the close
 /// (an error thrown into the pipeline could close the channel first). Idle connections between
@@ -19,10 +18,12 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
     private var pending = 0
     private var timer: Scheduled<Void>?
     private var failed = false
+    private let replies: VarlinkServer.LimitReplies
 
-    init(maxMessageSize: Int, deadline: TimeAmount) {
+    init(maxMessageSize: Int, deadline: TimeAmount, replies: VarlinkServer.LimitReplies) {
         self.maxMessageSize = maxMessageSize
         self.deadline = deadline
+        self.replies = replies
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -38,7 +39,7 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
         pending += view.endIndex - start
         longest = max(longest, pending)
         if longest > maxMessageSize {
-            fail(context: context, error: "io.quaked.MessageTooLarge", ["limit": .number(Double(maxMessageSize))])
+            fail(context: context, reply: replies.messageTooLarge(maxMessageSize))
             return
         }
         if pending > 0 {
@@ -47,8 +48,7 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
                 let seconds = Double(deadline.nanoseconds) / 1e9
                 timer = context.eventLoop.scheduleTask(in: deadline) {
                     let (handler, context) = bound.value
-                    handler.fail(
-                        context: context, error: "io.quaked.MessageTimeout", ["seconds": .number(seconds.rounded(.up))])
+                    handler.fail(context: context, reply: handler.replies.messageTimeout(Int(seconds.rounded(.up))))
                 }
             }
         } else {
@@ -64,12 +64,11 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
         context.fireChannelInactive()
     }
 
-    private func fail(context: ChannelHandlerContext, error: String, _ parameters: [String: JSONValue]) {
+    private func fail(context: ChannelHandlerContext, reply: [UInt8]) {
         guard !failed else { return }
         failed = true
         timer?.cancel()
         timer = nil
-        let reply = (try? VarlinkReply(parameters: .object(parameters), error: error).frame()) ?? []
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         // A lingering close: reply, end our side, and keep reading (and dropping) until the peer
         // closes. Closing at once with its bytes unread would make the kernel reset the

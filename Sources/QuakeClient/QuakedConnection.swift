@@ -1,0 +1,169 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import QuakeProtocol
+import Varlink
+
+/// Why quaked could not be reached.
+public struct QuakedConnectionError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The socket exists but this user may not connect (not in the socket's group).
+        case permissionDenied
+        /// No socket, nobody listening, or another connect failure.
+        case unreachable
+    }
+
+    public var kind: Kind
+    public var path: String
+    public var reason: String
+
+    public var description: String { "cannot reach quaked at \(path) (\(reason))" }
+}
+
+/// One connection to quaked, with a typed method per io.quaked call.
+///
+/// Error replies are thrown typed: `IOQuaked.Failure` for io.quaked's errors,
+/// `OrgVarlinkService.Failure` for the service interface's (PermissionDenied, InvalidParameter,
+/// ...); anything else as the `VarlinkCallError` it came as.
+public struct QuakedConnection: Sendable {
+    public let client: VarlinkClient
+    public let socketPath: String
+
+    public static func connect(to path: String) async throws -> QuakedConnection {
+        do {
+            let client = try await VarlinkClient.connect(
+                unixDomainSocketPath: path,
+                bootstrap: ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(.seconds(10)))
+            return QuakedConnection(client: client, socketPath: path)
+        } catch let error as IOError {
+            switch error.errnoCode {
+            case EACCES, EPERM: throw QuakedConnectionError(kind: .permissionDenied, path: path, reason: "permission denied")
+            case ENOENT: throw QuakedConnectionError(kind: .unreachable, path: path, reason: "no such socket")
+            case ECONNREFUSED: throw QuakedConnectionError(kind: .unreachable, path: path, reason: "nothing is listening")
+            default:
+                throw QuakedConnectionError(kind: .unreachable, path: path, reason: String(cString: strerror(error.errnoCode)))
+            }
+        } catch let error as QuakedConnectionError {
+            throw error
+        } catch {
+            throw QuakedConnectionError(kind: .unreachable, path: path, reason: "\(error)")
+        }
+    }
+
+    public func close() async {
+        await client.close()
+    }
+
+    /// Calls `M` and returns its reply; error replies are thrown typed.
+    public func call<M: VarlinkMethod>(_ method: M.Type, _ parameters: M.Parameters) async throws -> M.Reply {
+        try await Self.typed { try await client.call(method, parameters) }
+    }
+
+    /// Calls `M` with `more`; its replies as they come, error replies thrown typed.
+    public func callMore<M: VarlinkMethod>(_ method: M.Type, _ parameters: M.Parameters) async throws
+        -> TypedReplies<M.Reply>
+    {
+        TypedReplies(replies: try await Self.typed { try await client.callMore(method, parameters) })
+    }
+
+    public func status() async throws -> IOQuaked.GetStatus.Reply {
+        try await call(IOQuaked.GetStatus.self, .init())
+    }
+
+    public func refresh(feed: String?) async throws -> IOQuaked.Refresh.Reply {
+        try await call(IOQuaked.Refresh.self, .init(feed: feed))
+    }
+
+    public func reload() async throws {
+        _ = try await call(IOQuaked.Reload.self, .init())
+    }
+
+    public func subscribe(client name: String?, heartbeatSeconds: Int?) async throws
+        -> TypedReplies<IOQuaked.Subscribe.Reply>
+    {
+        try await callMore(IOQuaked.Subscribe.self, .init(client: name, heartbeatSeconds: heartbeatSeconds))
+    }
+
+    public func fetchHistory(
+        storeId: String?, after: Int, limit: Int? = nil, maxChanges: Int? = nil, client name: String? = nil
+    ) async throws -> IOQuaked.FetchHistory.Reply {
+        try await call(
+            IOQuaked.FetchHistory.self,
+            .init(storeId: storeId, after: after, limit: limit, maxChanges: maxChanges, client: name))
+    }
+
+    public func acknowledge(client name: String, token: Int) async throws {
+        _ = try await call(IOQuaked.Acknowledge.self, .init(client: name, token: token))
+    }
+
+    public func snapshot(pageSize: Int?) async throws -> TypedReplies<IOQuaked.Snapshot.Reply> {
+        try await callMore(IOQuaked.Snapshot.self, .init(pageSize: pageSize))
+    }
+
+    public func query(_ parameters: IOQuaked.Query.Parameters) async throws -> IOQuaked.Query.Reply {
+        try await call(IOQuaked.Query.self, parameters)
+    }
+
+    public func get(id: String) async throws -> IOQuaked.Quake {
+        try await call(IOQuaked.Get.self, .init(id: id)).quake
+    }
+
+    public func delete(ids: [String]) async throws -> IOQuaked.Delete.Reply {
+        try await call(IOQuaked.Delete.self, .init(ids: ids))
+    }
+
+    /// Runs a call, turning an error reply into its interface's typed error.
+    static func typed<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as VarlinkCallError {
+            throw typed(error)
+        }
+    }
+
+    /// The typed form of an error reply (the reply itself when no interface knows it).
+    public static func typed(_ error: VarlinkCallError) -> any Error {
+        do {
+            if let failure = try IOQuaked.Failure(error) { return failure }
+            if let failure = try OrgVarlinkService.Failure(error) { return failure }
+        } catch {
+            return VarlinkConnectionError.invalidReply("the error \(error) has parameters that do not match its interface")
+        }
+        return error
+    }
+}
+
+/// Replies of a call made with `more`, with error replies thrown typed.
+public struct TypedReplies<Element: VarlinkValue>: AsyncSequence, Sendable {
+    let replies: VarlinkReplies<Element>
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: replies.makeAsyncIterator()) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: VarlinkReplies<Element>.Iterator
+        public mutating func next() async throws -> Element? {
+            do {
+                return try await base.next()
+            } catch let error as VarlinkCallError {
+                throw QuakedConnection.typed(error)
+            }
+        }
+    }
+}
+
+extension QuakedConnection {
+    /// Connects, runs `body`, and closes the connection whatever happens.
+    public static func with<T: Sendable>(
+        _ path: String, _ body: (QuakedConnection) async throws -> T
+    ) async throws -> T {
+        let connection = try await connect(to: path)
+        do {
+            let result = try await body(connection)
+            await connection.close()
+            return result
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,350 @@
+/// A strict pull parser over one JSON text (RFC 8259, UTF-8 validated): what generated types
+/// decode with, field by field, without building a tree first.
+///
+/// Errors are ``VarlinkParameterError``s; the decoding code adds the field names on the way out.
+public struct JSONScanner: Sendable {
+    @usableFromInline let bytes: [UInt8]
+    @usableFromInline var index: Int
+    /// Nesting depth: a hostile message of a million `[` is refused, not a stack overflow.
+    @usableFromInline var depth = 0
+    public static let maxDepth = 64
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        self.index = 0
+    }
+
+    /// The position of the next byte to read (for keeping a value's raw bytes).
+    public var offset: Int { index }
+
+    // MARK: Structure
+
+    @inlinable mutating func skipSpace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    @usableFromInline func peekByte() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    /// Expects `{`; then call ``nextKey()`` until it returns nil.
+    @inlinable public mutating func beginObject() throws(VarlinkParameterError) {
+        skipSpace()
+        guard peekByte() == UInt8(ascii: "{") else { throw wrongType("an object") }
+        try enter()
+        index += 1
+        skipSpace()
+        if peekByte() == UInt8(ascii: "}") {
+            // Marks the empty object for nextKey (which then sees "}" straight away).
+        }
+    }
+
+    /// The next member's name, positioned at its value; nil after the closing `}`.
+    @inlinable public mutating func nextKey() throws(VarlinkParameterError) -> String? {
+        skipSpace()
+        guard let byte = peekByte() else { throw malformed("an object does not end") }
+        if byte == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return nil
+        }
+        if byte == UInt8(ascii: ",") {
+            guard index > 0, !isAfterOpening(UInt8(ascii: "{")) else { throw malformed("unexpected \",\"") }
+            index += 1
+            skipSpace()
+        } else if !isAfterOpening(UInt8(ascii: "{")) {
+            throw malformed("expected \",\" or \"}\" in an object")
+        }
+        guard peekByte() == UInt8(ascii: "\"") else { throw malformed("expected a member name") }
+        let key = try readString()
+        skipSpace()
+        guard peekByte() == UInt8(ascii: ":") else { throw malformed("expected \":\" after \"\(key)\"") }
+        index += 1
+        return key
+    }
+
+    /// Expects `[`; then call ``nextElement()`` before each element until it returns false.
+    @inlinable public mutating func beginArray() throws(VarlinkParameterError) {
+        skipSpace()
+        guard peekByte() == UInt8(ascii: "[") else { throw wrongType("an array") }
+        try enter()
+        index += 1
+    }
+
+    @inlinable public mutating func nextElement() throws(VarlinkParameterError) -> Bool {
+        skipSpace()
+        guard let byte = peekByte() else { throw malformed("an array does not end") }
+        if byte == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return false
+        }
+        if byte == UInt8(ascii: ",") {
+            guard !isAfterOpening(UInt8(ascii: "[")) else { throw malformed("unexpected \",\"") }
+            index += 1
+            skipSpace()
+            guard peekByte() != UInt8(ascii: "]") else { throw malformed("a trailing \",\"") }
+        } else if !isAfterOpening(UInt8(ascii: "[")) {
+            throw malformed("expected \",\" or \"]\" in an array")
+        }
+        return true
+    }
+
+    /// Whether the last non-space byte before the cursor is `opening` (the first member).
+    @usableFromInline func isAfterOpening(_ opening: UInt8) -> Bool {
+        var i = index - 1
+        while i >= 0 {
+            switch bytes[i] {
+            case 0x20, 0x09, 0x0A, 0x0D: i -= 1
+            default: return bytes[i] == opening
+            }
+        }
+        return false
+    }
+
+    @usableFromInline mutating func enter() throws(VarlinkParameterError) {
+        depth += 1
+        guard depth <= Self.maxDepth else { throw malformed("nested more than \(Self.maxDepth) levels deep") }
+    }
+
+    /// Checks that only white space follows the value.
+    public mutating func finish() throws(VarlinkParameterError) {
+        skipSpace()
+        guard index == bytes.count else { throw malformed("bytes after the end of the value") }
+    }
+
+    // MARK: Scalars
+
+    /// Consumes `null` if it comes next.
+    @inlinable public mutating func readNull() throws(VarlinkParameterError) -> Bool {
+        skipSpace()
+        guard peekByte() == UInt8(ascii: "n") else { return false }
+        try literal("null")
+        return true
+    }
+
+    public mutating func readBool() throws(VarlinkParameterError) -> Bool {
+        skipSpace()
+        switch peekByte() {
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return true
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return false
+        default: throw wrongType("a boolean")
+        }
+    }
+
+    @usableFromInline mutating func literal(_ word: StaticString) throws(VarlinkParameterError) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count,
+            word.withUTF8Buffer({ w in (0..<count).allSatisfy { bytes[index + $0] == w[$0] } })
+        else { throw malformed("invalid literal") }
+        index += count
+    }
+
+    /// A JSON integer: no fraction and no exponent (1.0 is not an int), within 64 bits.
+    public mutating func readInt() throws(VarlinkParameterError) -> Int {
+        skipSpace()
+        let (start, isInteger) = try scanNumber(expected: "an integer")
+        guard isInteger else { throw wrongType("an integer") }
+        var value = 0
+        var i = start
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        while i < index {
+            let digit = Int(bytes[i] &- UInt8(ascii: "0"))
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
+            guard !o1, !o2 else { throw wrongType("an integer within 64 bits") }
+            value = next
+            i += 1
+        }
+        return value
+    }
+
+    /// Any JSON number.
+    public mutating func readDouble() throws(VarlinkParameterError) -> Double {
+        skipSpace()
+        let (start, _) = try scanNumber(expected: "a number")
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { throw wrongType("a finite number") }
+        return value
+    }
+
+    /// Checks the number grammar and moves past it; returns where it starts and whether it is an integer.
+    @usableFromInline mutating func scanNumber(expected: String) throws(VarlinkParameterError) -> (Int, Bool) {
+        let start = index
+        var i = index
+        func digits() -> Int {
+            let from = i
+            while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") { i += 1 }
+            return i - from
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") else {
+            throw wrongType(expected)
+        }
+        if bytes[i] == UInt8(ascii: "0") {
+            i += 1
+            if i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") {
+                throw malformed("a number with a leading zero")
+            }
+        } else {
+            _ = digits()
+        }
+        var isInteger = true
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            isInteger = false
+            guard digits() > 0 else { throw malformed("a number without digits after \".\"") }
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            isInteger = false
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() > 0 else { throw malformed("a number without digits in its exponent") }
+        }
+        index = i
+        return (start, isInteger)
+    }
+
+    /// A JSON string, unescaped; invalid UTF-8, unescaped control characters and lone surrogates
+    /// are errors.
+    public mutating func readString() throws(VarlinkParameterError) -> String {
+        skipSpace()
+        guard peekByte() == UInt8(ascii: "\"") else { throw wrongType("a string") }
+        index += 1
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = bytes[start..<index]
+                index += 1
+                guard let text = String(validating: slice, as: UTF8.self) else {
+                    throw malformed("a string that is not valid UTF-8")
+                }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            guard byte >= 0x20 else { throw malformed("a control character in a string") }
+            index += 1
+        }
+        var text = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                guard let result = String(validating: text, as: UTF8.self) else {
+                    throw malformed("a string that is not valid UTF-8")
+                }
+                return result
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { break }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
+                case UInt8(ascii: "b"): text.append(0x08)
+                case UInt8(ascii: "f"): text.append(0x0C)
+                case UInt8(ascii: "n"): text.append(0x0A)
+                case UInt8(ascii: "r"): text.append(0x0D)
+                case UInt8(ascii: "t"): text.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw malformed("a lone surrogate in a string") }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw malformed("a lone surrogate in a string") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw malformed("a lone surrogate in a string")
+                    }
+                    text.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+                default: throw malformed("an invalid escape in a string")
+                }
+            default:
+                guard byte >= 0x20 else { throw malformed("a control character in a string") }
+                text.append(byte)
+            }
+        }
+        throw malformed("a string does not end")
+    }
+
+    private mutating func hex4() throws(VarlinkParameterError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw malformed("a short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[index]
+            let digit: UInt32
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(b - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(b - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(b - UInt8(ascii: "A") + 10)
+            default: throw malformed("an invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    /// Moves past one value of any type, checking it; returns its byte range.
+    public mutating func skipValue() throws(VarlinkParameterError) -> Range<Int> {
+        skipSpace()
+        let start = index
+        switch peekByte() {
+        case UInt8(ascii: "{"):
+            try beginObject()
+            while try nextKey() != nil { _ = try skipValue() }
+        case UInt8(ascii: "["):
+            try beginArray()
+            while try nextElement() { _ = try skipValue() }
+        case UInt8(ascii: "\""): _ = try readString()
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try readBool()
+        case UInt8(ascii: "n"): _ = try readNull()
+        case nil: throw malformed("a value is missing")
+        default: _ = try scanNumber(expected: "a value")
+        }
+        return start..<index
+    }
+
+    /// The bytes of a range returned by ``skipValue()``.
+    public func slice(_ range: Range<Int>) -> ArraySlice<UInt8> { bytes[range] }
+
+    // MARK: Errors
+
+    @usableFromInline func wrongType(_ expected: String) -> VarlinkParameterError {
+        if index >= bytes.count { return VarlinkParameterError(.malformed("a value is missing")) }
+        return VarlinkParameterError(.wrongType(expected: expected))
+    }
+
+    @usableFromInline func malformed(_ detail: String) -> VarlinkParameterError {
+        VarlinkParameterError(.malformed("\(detail) (byte \(index))"))
+    }
+}
+
+extension JSONScanner {
+    /// For generated decoders: a declared field, read once (a second occurrence is an error),
+    /// with the field's name added to any error from its value.
+    @inlinable public mutating func field<T: VarlinkValue>(
+        _ name: String, seen: inout UInt64, bit: UInt64
+    ) throws(VarlinkParameterError) -> T {
+        guard seen & bit == 0 else { throw VarlinkParameterError(path: [name], .duplicate) }
+        seen |= bit
+        do {
+            return try T(json: &self)
+        } catch {
+            throw error.inField(name)
+        }
+    }
+}

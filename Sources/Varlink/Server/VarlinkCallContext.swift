@@ -1,0 +1,78 @@
+/// How a method replies to one call: once, or (for a call made with `more`) several times, every
+/// reply but the last with `continues`. A call made with `oneway` gets no reply: replying to it
+/// writes nothing.
+public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
+    /// The caller accepts several replies.
+    public let more: Bool
+    public let oneway: Bool
+    /// Who called (SO_PEERCRED), if the transport knows.
+    public let peer: PeerCredentials?
+    let write: @Sendable ([UInt8]) async throws -> Void
+
+    public init(more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable ([UInt8]) async throws -> Void) {
+        self.more = more
+        self.oneway = oneway
+        self.peer = peer
+        self.write = write
+    }
+
+    /// Sends a reply. `continues` is only for calls made with `more`: asking for it otherwise is a
+    /// programming error (the reply goes out as the last one).
+    public func reply(_ reply: Reply, continues: Bool = false) async throws {
+        guard !oneway else { return }
+        assert(!continues || more, "continues on a call made without more")
+        try await write(VarlinkReply.frame(reply, continues: continues && more))
+    }
+
+    /// Sends a reply whose parameters are already encoded as the JSON text of `Reply`: for
+    /// replies built straight from stored bytes, without a round trip through values.
+    public func reply(encodedParameters: some Collection<UInt8>, continues: Bool = false) async throws {
+        guard !oneway else { return }
+        try await write(VarlinkReply.frame(parameters: encodedParameters, continues: continues && more))
+    }
+
+    /// Sends a frame encoded once for many callers (a notification to every subscriber).
+    public func reply(frame: [UInt8]) async throws {
+        guard !oneway else { return }
+        try await write(frame)
+    }
+
+    /// Requires the call to have been made with `more` (else `ExpectedMore`).
+    public func requireMore() throws {
+        guard more else { throw OrgVarlinkService.ExpectedMore() }
+    }
+}
+
+/// One call on its way to a method: its parameters' JSON text, and how to reply.
+public struct VarlinkRequest: Sendable {
+    public let call: VarlinkCall
+    public let peer: PeerCredentials?
+    let write: @Sendable ([UInt8]) async throws -> Void
+
+    /// The parameters, decoded strictly (an error names the field: InvalidParameter).
+    public func parameters<P: VarlinkValue>(_ type: P.Type) throws(VarlinkParameterError) -> P {
+        try P.decode(json: call.parameters)
+    }
+
+    public func context<R: VarlinkValue>() -> VarlinkCallContext<R> {
+        VarlinkCallContext(more: call.more, oneway: call.oneway, peer: peer, write: write)
+    }
+}
+
+/// One interface a ``VarlinkServer`` serves: its name, its description (the interface file's
+/// text) and the function that handles a call of one of its members. Generated code makes these
+/// (`IOQuaked.handler(service)`). `handle` returns false for a member the interface lacks.
+public struct VarlinkInterfaceHandler: Sendable {
+    public let name: String
+    public let description: String
+    public let handle: @Sendable (_ member: String, _ request: VarlinkRequest) async throws -> Bool
+
+    public init(
+        name: String, description: String,
+        handle: @escaping @Sendable (_ member: String, _ request: VarlinkRequest) async throws -> Bool
+    ) {
+        self.name = name
+        self.description = description
+        self.handle = handle
+    }
+}

@@ -1,0 +1,220 @@
+import Logging
+import NIOCore
+import Synchronization
+
+/// A Varlink server: serves the given interfaces (and org.varlink.service) on every connection a
+/// listener accepts, one child task per connection, so one client never delays another.
+///
+/// It knows nothing of any one interface: the interfaces, the service's identity and the error
+/// replies for broken limits are given to it. On each connection, calls are handled one after
+/// the other (Varlink does not pipeline); a call's parameters are decoded strictly by the
+/// interface's generated code, and every failure is a typed error reply:
+/// - not a Varlink call, or `parameters` not an object: `InvalidParameter` (`message`, `parameters`);
+/// - a field a method does not declare, at any depth, or a wrong type: `InvalidParameter` naming it;
+/// - `oneway` with `more`: `InvalidParameter` naming `oneway`, and the connection is closed (a
+///   protocol error: the caller cannot expect both no reply and many);
+/// - an unknown interface or method: `InterfaceNotFound`, `MethodNotFound`.
+public final class VarlinkServer: Sendable {
+    /// What org.varlink.service.GetInfo says.
+    public struct Info: Sendable {
+        public var vendor, product, version, url: String
+        public init(vendor: String, product: String, version: String, url: String) {
+            self.vendor = vendor
+            self.product = product
+            self.version = version
+            self.url = url
+        }
+    }
+
+    public struct Limits: Sendable {
+        /// Largest message accepted (bytes before the NUL).
+        public var maxMessageSize = 1 << 20
+        /// How long a started message may take to end with its NUL.
+        public var messageDeadline: TimeAmount = .seconds(10)
+        /// Connections served at once; one more is answered `tooManyConnections` and closed.
+        public var maxConnections = 4096
+        /// A client whose socket does not take a reply within this time is disconnected: a client
+        /// that stopped reading holds no memory and no task for longer.
+        public var writeTimeout: Duration = .seconds(10)
+        public init() {}
+    }
+
+    /// The error replies (whole frames) the server sends by itself when a limit is broken; each
+    /// service names these errors in its own interface.
+    public struct LimitReplies: Sendable {
+        public var messageTooLarge: @Sendable (_ limit: Int) -> [UInt8]
+        public var messageTimeout: @Sendable (_ seconds: Int) -> [UInt8]
+        public var tooManyConnections: @Sendable (_ limit: Int) -> [UInt8]
+        public init(
+            messageTooLarge: @escaping @Sendable (_ limit: Int) -> [UInt8],
+            messageTimeout: @escaping @Sendable (_ seconds: Int) -> [UInt8],
+            tooManyConnections: @escaping @Sendable (_ limit: Int) -> [UInt8]
+        ) {
+            self.messageTooLarge = messageTooLarge
+            self.messageTimeout = messageTimeout
+            self.tooManyConnections = tooManyConnections
+        }
+    }
+
+    /// An accepted connection and who is on the other end.
+    public struct Connection: Sendable {
+        public var channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        /// From SO_PEERCRED at accept time; nil only if the kernel would not say.
+        public var peer: PeerCredentials?
+    }
+
+    public typealias Listener = NIOAsyncChannel<Connection, Never>
+
+    private let interfaces: [String: VarlinkInterfaceHandler]
+    private let limits: Limits
+    private let limitReplies: LimitReplies
+    private let logger: Logger
+    private let connections = Mutex(0)
+
+    public init(
+        info: Info, interfaces: [VarlinkInterfaceHandler], limits: Limits = .init(), limitReplies: LimitReplies,
+        logger: Logger
+    ) {
+        let names = ["org.varlink.service"] + interfaces.map(\.name)
+        var all = Dictionary(uniqueKeysWithValues: interfaces.map { ($0.name, $0) })
+        let descriptions = Dictionary(uniqueKeysWithValues: interfaces.map { ($0.name, $0.description) })
+        all["org.varlink.service"] = OrgVarlinkService.handler(
+            ServiceInterface(info: info, names: names, descriptions: descriptions))
+        self.interfaces = all
+        self.limits = limits
+        self.limitReplies = limitReplies
+        self.logger = logger
+    }
+
+    /// Sets up an accepted channel (for a listener's child channel initializer): message limits,
+    /// NUL framing, and the peer's credentials.
+    public static func makeConnection(
+        _ channel: any Channel, limits: Limits, limitReplies: LimitReplies
+    ) -> EventLoopFuture<Connection> {
+        PeerCredentials.read(from: channel).flatMapThrowing { peer in
+            try channel.pipeline.syncOperations.addHandler(
+                MessageLimitsHandler(
+                    maxMessageSize: limits.maxMessageSize, deadline: limits.messageDeadline, replies: limitReplies))
+            // The limits handler has already refused anything longer.
+            try channel.pipeline.syncOperations.addHandler(
+                ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize + 1)))
+            return Connection(
+                channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
+        }
+    }
+
+    /// Serves every connection the listener accepts until cancelled (open connections are
+    /// cancelled with it).
+    public func serve(_ listener: Listener) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await listener.executeThenClose { inbound in
+                for try await connection in inbound {
+                    group.addTask { await self.serve(connection) }
+                }
+            }
+        }
+    }
+
+    /// Serves one connection until the client closes it (or breaks a limit).
+    public func serve(_ connection: Connection) async {
+        let admitted = connections.withLock { count in
+            guard count < limits.maxConnections else { return false }
+            count += 1
+            return true
+        }
+        defer { if admitted { connections.withLock { $0 -= 1 } } }
+        var logger = self.logger
+        logger[metadataKey: "peer"] = "\(connection.peer.map { "\($0)" } ?? "unknown")"
+        do {
+            try await connection.channel.executeThenClose { inbound, outbound in
+                let writeTimeout = limits.writeTimeout
+                let logger = logger
+                let write: @Sendable ([UInt8]) async throws -> Void = { frame in
+                    let bytes = ByteBuffer(bytes: frame)
+                    do {
+                        try await withTimeout(writeTimeout) { try await outbound.write(bytes) }
+                    } catch is TimedOut {
+                        logger.notice("disconnecting a client that stopped reading its replies")
+                        throw TimedOut()
+                    }
+                }
+                guard admitted else {
+                    try await write(limitReplies.tooManyConnections(limits.maxConnections))
+                    return
+                }
+                // Oversized and never-ending messages never get here: MessageLimitsHandler answers
+                // and closes first.
+                for try await frame in inbound {
+                    let keepOpen = try await handle(Array(frame.readableBytesView), peer: connection.peer, write: write)
+                    if !keepOpen { return }
+                }
+            }
+        } catch {
+            logger.debug("connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Handles one message; returns false when the connection must close.
+    func handle(_ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable ([UInt8]) async throws -> Void)
+        async throws -> Bool
+    {
+        let call: VarlinkCall
+        do {
+            call = try VarlinkCall(parsing: frame)
+        } catch {
+            // Not a call this server can read: say so; the framing is intact, so the connection
+            // stays usable.
+            try await write(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameterName)))
+            return true
+        }
+        if call.oneway && call.more {
+            try await write(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: "oneway")))
+            return false
+        }
+        // A oneway call gets no reply, not even an error.
+        let reply: @Sendable ([UInt8]) async throws -> Void = call.oneway ? { @Sendable _ in } : write
+        do {
+            guard let interface = interfaces[call.interface] else {
+                throw OrgVarlinkService.InterfaceNotFound(interface: call.interface)
+            }
+            guard try await interface.handle(call.member, VarlinkRequest(call: call, peer: peer, write: reply)) else {
+                throw OrgVarlinkService.MethodNotFound(method: call.method)
+            }
+        } catch let error as VarlinkParameterError {
+            try await reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter)))
+        } catch let error as any VarlinkError {
+            try await reply(VarlinkReply.frame(error: error))
+        }
+        return true
+    }
+}
+
+extension VarlinkParameterError {
+    /// The member of a call message that was wrong: `message` for bytes that are no call at all.
+    var parameterName: String { path.isEmpty ? "message" : parameter }
+}
+
+/// org.varlink.service, from the server's identity and the interfaces it serves.
+private struct ServiceInterface: OrgVarlinkService.Service {
+    let info: VarlinkServer.Info
+    let names: [String]
+    let descriptions: [String: String]
+
+    func getInfo(
+        _ parameters: OrgVarlinkService.GetInfo.Parameters, _ call: VarlinkCallContext<OrgVarlinkService.GetInfo.Reply>
+    ) async throws {
+        try await call.reply(
+            .init(vendor: info.vendor, product: info.product, version: info.version, url: info.url, interfaces: names))
+    }
+
+    func getInterfaceDescription(
+        _ parameters: OrgVarlinkService.GetInterfaceDescription.Parameters,
+        _ call: VarlinkCallContext<OrgVarlinkService.GetInterfaceDescription.Reply>
+    ) async throws {
+        let text =
+            parameters.interface == OrgVarlinkService.interfaceName
+            ? OrgVarlinkService.interfaceDescription : descriptions[parameters.interface]
+        guard let text else { throw OrgVarlinkService.InterfaceNotFound(interface: parameters.interface) }
+        try await call.reply(.init(description: text))
+    }
+}
