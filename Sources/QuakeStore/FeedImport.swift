@@ -29,10 +29,11 @@ struct FeedImport {
     private let setHash: RawStatement
     private let selectHash: RawStatement
 
-    init(db: Database, report: ImportReport, now: Date) throws {
+    init(db: Database, report: ImportReport, now: Date, commitSignal: CommitSignal) throws {
         self.db = db
         self.report = report
-        self.recorder = try HistoryRecorder(db: db, author: .import, source: report.source, now: now)
+        self.recorder = try HistoryRecorder(
+            db: db, author: .import, source: report.source, now: now, commitSignal: commitSignal)
         // Before the statements are prepared: a schema change makes them prepare again.
         let startsEmpty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true
         deferredIndexes = startsEmpty ? try Self.dropSecondaryIndexes(db) : []

@@ -8,11 +8,16 @@ import GRDBSQLite
 ///
 /// A quake changed twice in one transaction still gets one change row (insert then update is an
 /// insert, update then delete is a delete, and so on), so a reader applies each transaction as a set.
+///
+/// Creating the transaction row also arranges for `commitSignal` to be signalled once the SQLite
+/// transaction has committed (never if it rolls back), so every write that takes a token wakes
+/// the store's ``StoreCommits`` iterators.
 struct HistoryRecorder {
     let db: Database
     let author: HistoryAuthor
     let source: String?
     let timestamp: Int64
+    let commitSignal: CommitSignal
     private(set) var token: HistoryToken?
     /// Change rows written so far, by kind (coalescing moves a row from one kind to another).
     private var counts: [ChangeKind: Int] = [:]
@@ -24,8 +29,9 @@ struct HistoryRecorder {
     /// The common case, an insert's change row, with fewer bindings.
     private let insertInsertChange: RawStatement
 
-    init(db: Database, author: HistoryAuthor, source: String?, now: Date) throws {
+    init(db: Database, author: HistoryAuthor, source: String?, now: Date, commitSignal: CommitSignal) throws {
         self.db = db
+        self.commitSignal = commitSignal
         self.insertChange = try RawStatement(
             db,
             sql: """
@@ -104,6 +110,9 @@ struct HistoryRecorder {
             arguments: [author.rawValue, timestamp, source])
         let token = db.lastInsertedRowID
         self.token = token
+        // Also when `finish` removes the row again: the token is used up, the head has moved.
+        let commitSignal = commitSignal
+        db.afterNextTransaction(onCommit: { _ in commitSignal.signal() })
         return token
     }
 

@@ -24,7 +24,8 @@ extension QuakeStore {
     /// feed still carries, as a new insert.
     public func delete(ids: [String], now: Date = Date()) async throws -> DeleteReport {
         try await pool.write { db in
-            var recorder = try HistoryRecorder(db: db, author: .delete, source: nil, now: now)
+            var recorder = try HistoryRecorder(
+                db: db, author: .delete, source: nil, now: now, commitSignal: commitSignal)
             var deleted: [String] = []
             var notFound: [String] = []
             for id in Self.unique(ids) {
@@ -46,7 +47,8 @@ extension QuakeStore {
     public func applyRetention(maxAge: Duration, now: Date = Date()) async throws -> HistoryToken? {
         let cutoff = Self.milliseconds(now) - Self.milliseconds(maxAge)
         return try await pool.write { db in
-            var recorder = try HistoryRecorder(db: db, author: .retention, source: nil, now: now)
+            var recorder = try HistoryRecorder(
+                db: db, author: .retention, source: nil, now: now, commitSignal: commitSignal)
             let expired = try Row.fetchCursor(
                 db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE time < ?", arguments: [cutoff])
             var tombstones: [Tombstone] = []

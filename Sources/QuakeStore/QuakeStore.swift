@@ -17,6 +17,9 @@ public struct QuakeStore: Sendable {
     /// A random UUID made when the file was created. Tokens mean something only with it.
     public let storeID: String
     let pool: DatabasePool
+    /// Wakes ``commits(after:pollInterval:)`` iterators when a write through this store commits;
+    /// shared by every copy of this value.
+    let commitSignal = CommitSignal()
 
     /// Opens (creating and migrating as needed) `quakes.sqlite` in `directory`, creating the
     /// directory with mode 0750 when it is missing.
@@ -80,6 +83,7 @@ public struct QuakeStore: Sendable {
         let started = ContinuousClock.now
         let pipe = ChunkPipe()
         let storeID = storeID
+        let commitSignal = commitSignal
         var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
             group.addTask {
                 let sink = FeedSink(pipe: pipe, maxBytes: maxBytes)
@@ -100,7 +104,8 @@ public struct QuakeStore: Sendable {
                 do {
                     return try await pool.write { db in
                         var feedImport = try FeedImport(
-                            db: db, report: ImportReport(store: storeID, source: source), now: now)
+                            db: db, report: ImportReport(store: storeID, source: source), now: now,
+                            commitSignal: commitSignal)
                         return try feedImport.run(pipe: pipe)
                     }
                 } catch is CancellationError {
