@@ -1,6 +1,7 @@
 import Foundation
 import QuakeProtocol
 import QuakeStore
+import ServiceLifecycle
 import Synchronization
 import Varlink
 
@@ -10,7 +11,11 @@ import Varlink
 /// bytes go to every subscriber: no JSON work per subscriber. Each subscriber has one slot holding
 /// the latest frame, not a queue: a subscriber that reads slowly gets the newest head when it next
 /// looks, and memory stays constant however far behind it is.
-public final class ChangeBroadcaster: Sendable {
+///
+/// It learns of commits from the store itself (``QuakeStore/commits(after:pollInterval:)``), once
+/// for all subscribers: every write path (imports, deletes, retention, and another process such
+/// as `quaked --once` on the same file) is announced without a publish call of its own.
+public final class ChangeBroadcaster: Service, Sendable {
     /// What a subscriber learns: the newest head, and its `changed` reply, ready to write.
     public struct Change: Sendable, Equatable {
         public var head: HistoryToken
@@ -46,18 +51,33 @@ public final class ChangeBroadcaster: Sendable {
         }
     }
 
+    private let store: QuakeStore
     private let storeID: String
     private let subscriptions = Mutex<[ObjectIdentifier: Subscription]>([:])
 
-    public init(storeID: String) {
-        self.storeID = storeID
+    public init(store: QuakeStore) {
+        self.store = store
+        self.storeID = store.storeID
+    }
+
+    /// Follows the store's commits until graceful shutdown.
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                for try await commit in self.store.commits() {
+                    self.publish(head: commit.token, author: commit.author)
+                }
+            }
+        } catch is CancellationError {
+            // Shutdown.
+        }
     }
 
     /// The number of subscribers.
     public var count: Int { subscriptions.withLock { $0.count } }
 
     /// Announces a committed transaction to every subscriber.
-    public func publish(head: HistoryToken, author: HistoryAuthor?) {
+    func publish(head: HistoryToken, author: HistoryAuthor?) {
         let change = Change(
             head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
         for subscription in subscriptions.withLock({ Array($0.values) }) {

@@ -28,18 +28,13 @@ public enum Daemon {
             configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
         let puller = FeedPuller(
             client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
-        let broadcaster = ChangeBroadcaster(storeID: store.storeID)
+        let broadcaster = ChangeBroadcaster(store: store)
         let scheduler = FeedScheduler(
             store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
         ) { status, result in
-            if case .imported(let report, _) = result, let token = report.token {
-                broadcaster.publish(head: token, author: .import)
-            }
             notifier.status(StatusLine.make(store: store, feed: status, result: result))
         }
-        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger) { token in
-            broadcaster.publish(head: token, author: .retention)
-        }
+        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger)
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
             new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
@@ -57,7 +52,7 @@ public enum Daemon {
         let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: server), .init(service: scheduler), .init(service: maintenance),
+            .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),
             .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),
         ]
         if let interval = notifier.watchdogInterval {

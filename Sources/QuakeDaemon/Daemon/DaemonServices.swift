@@ -47,17 +47,12 @@ final class StoreMaintenance: Service, Sendable {
     private let logger: Logger
     private let settings: Mutex<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
     private let wakeup = Wakeup()
-    private let afterChange: @Sendable (HistoryToken) async -> Void
 
-    init(
-        store: QuakeStore, configuration: DaemonConfiguration, logger: Logger,
-        afterChange: @escaping @Sendable (HistoryToken) async -> Void
-    ) {
+    init(store: QuakeStore, configuration: DaemonConfiguration, logger: Logger) {
         self.store = store
         self.logger = logger
         self.settings = Mutex(
             (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
-        self.afterChange = afterChange
     }
 
     func apply(_ configuration: DaemonConfiguration) {
@@ -81,7 +76,6 @@ final class StoreMaintenance: Service, Sendable {
         do {
             if let eventRetention, let token = try await store.applyRetention(maxAge: eventRetention) {
                 logger.info("expired old quakes", metadata: ["history.token": "\(token)"])
-                await afterChange(token)
             }
             // History named clients still need stays, up to the hard maximum age; a client not
             // seen for that long no longer holds anything back.
