@@ -115,6 +115,7 @@ let package = Package(
             dependencies: [
                 "QuakeFeed",
                 "QuakeStore",
+                "QuakeClient",
                 "QuakeTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -137,7 +138,10 @@ let package = Package(
                 "QuakeProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
-            ]
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // Interface files the parser tests read.
+            resources: [.copy("Interfaces")]
         ),
         .testTarget(
             name: "QuakeFeedTests",

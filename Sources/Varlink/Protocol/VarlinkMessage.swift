@@ -1,8 +1,9 @@
 /// A Varlink call as received: `{"method": "io.quaked.GetStatus", "parameters": {...}, "more": true}`.
 ///
 /// Parsed strictly: the message must be an object with a string `method`; `parameters`, when
-/// present, must be an object (its bytes are kept for the method's own strict decoding); `more`,
-/// `oneway` and `upgrade` must be booleans; any other member is refused.
+/// present, must be an object (its bytes are kept for the method's own strict decoding), or null,
+/// which means `{}` as in systemd's sd-varlink (varlink-go sends it); `more`, `oneway` and
+/// `upgrade` must be booleans; any other member is refused.
 public struct VarlinkCall: Sendable, Hashable {
     public var method: String
     /// The parameters object's JSON text (`{}` when the call had none).
@@ -45,6 +46,7 @@ public struct VarlinkCall: Sendable, Hashable {
                 seen |= 2
                 do {
                     // Only checked here (an object, valid JSON); the method decodes it field by field.
+                    if try json.readNull() { continue }
                     var probe = json
                     try probe.beginObject()
                     parameters = Array(json.slice(try json.skipValue()))
@@ -120,6 +122,7 @@ public struct VarlinkReply: Sendable, Hashable {
             case "parameters":
                 guard seen & 1 == 0 else { throw VarlinkParameterError(path: ["parameters"], .duplicate) }
                 seen |= 1
+                if try json.readNull() { continue }
                 var probe = json
                 try probe.beginObject()
                 parameters = Array(json.slice(try json.skipValue()))

@@ -1,0 +1,136 @@
+import Foundation
+import QuakeProtocol
+import Testing
+import Varlink
+import VarlinkIDL
+
+@Suite("Varlink interface files")
+struct IDLTests {
+    static func text(_ name: String) throws -> String {
+        let url = try #require(Bundle.module.url(forResource: "Interfaces/\(name)", withExtension: "varlink"))
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    @Test("every construct parses, with documentation and types")
+    func everything() throws {
+        let interface = try VarlinkInterface(parsing: try Self.text("org.example.everything"))
+        #expect(interface.name == "org.example.everything")
+        #expect(interface.documentation == ["Every construct of the Varlink IDL, for the parser."])
+        #expect(interface.types.map(\.name) == ["Everything", "Point", "Color"])
+        #expect(interface.methods.map(\.name) == ["Ping", "Empty"])
+        #expect(interface.errors.map(\.name) == ["Broken", "Plain"])
+        guard case .structure(let fields) = interface.types[0].shape else {
+            Issue.record("Everything is not a struct")
+            return
+        }
+        typealias T = VarlinkInterface.FieldType
+        #expect(
+            fields.map(\.type) == [
+                T.bool, .int, .float, .string, .object, .optional(.int), .array(.string), .map(.float),
+                .optional(.array(.optional(.named("Point")))), .inline(.structure([
+                    .init(name: "x", documentation: [], type: .int), .init(name: "y", documentation: [], type: .int),
+                ])), .inline(.enumeration(["one", "two", "three"])),
+            ])
+        #expect(fields[5].documentation == ["documented field"])
+        #expect(interface.types[2].shape == .enumeration(["red", "green", "blue"]))
+        #expect(interface.methods[1].parameters.isEmpty && interface.methods[1].reply.isEmpty)
+    }
+
+    @Test(
+        "mistakes are refused with the line and what was expected",
+        arguments: [
+            ("interface x", "not a valid interface name"),
+            ("interface a.b\nmethod lower() -> ()", "member name"),
+            ("interface a.b\ntype T (x: Unknown)", "undefined type Unknown"),
+            ("interface a.b\ntype T (x: int, x: int)", "listed twice"),
+            ("interface a.b\ntype T (x: int)\ntype T (y: int)", "defined twice"),
+            ("interface a.b\nmethod M(x: ??int) -> ()", "?? is not a type"),
+            ("interface a.b\nmethod M(x: [int]int) -> ()", "map keys must be string"),
+            ("interface a.b\nmethod M(x: int -> ()", "expected"),
+            ("interface a.b\nwidget W ()", "expected type, method or error"),
+            ("interface a.b\ntype T (a, b: int)", "an enum cannot have typed fields"),
+            ("interface a.b\ntype T (a: int, b)", "expected \":\" and a type after b"),
+        ])
+    func mistakes(text: String, message: String) {
+        #expect {
+            _ = try VarlinkInterface(parsing: text)
+        } throws: { error in
+            guard let error = error as? VarlinkIDLError else { return false }
+            return error.message.contains(message)
+        }
+    }
+
+    @Test("the generated io.quaked types are the interface file's, member for member")
+    func generatedTypesFollowTheInterface() throws {
+        let interface = try VarlinkInterface(parsing: IOQuaked.interfaceDescription)
+        #expect(interface.name == IOQuaked.interfaceName)
+        #expect(IOQuaked.Method.allCases.map(\.rawValue) == interface.methods.map(\.name))
+        #expect(IOQuaked.Method.allCases.map(\.qualifiedName).allSatisfy { $0.hasPrefix("io.quaked.") })
+        // Every error name decodes to its own typed case (and nothing else does).
+        for error in interface.errors {
+            var writer = JSONWriter()
+            writer.beginObject()
+            for field in error.fields {
+                writer.key(field.name)
+                switch field.type {
+                case .int: writer.int(1)
+                case .string: writer.string("x")
+                default: Issue.record("unexpected error field type in \(error.name)")
+                }
+            }
+            writer.endObject()
+            let failure = try IOQuaked.Failure(
+                VarlinkCallError(name: "io.quaked.\(error.name)", parameters: writer.bytes))
+            #expect(failure != nil, "io.quaked.\(error.name) has no typed error")
+        }
+        #expect(try IOQuaked.Failure(VarlinkCallError(name: "io.quaked.Nope", parameters: Array("{}".utf8))) == nil)
+        // Enums: the generated cases are the interface's values.
+        func values(_ name: String) -> [String] {
+            guard case .enumeration(let values)? = interface.types.first(where: { $0.name == name })?.shape else {
+                return []
+            }
+            return values
+        }
+        #expect(IOQuaked.ChangeKind.allCases.map(\.rawValue) == values("ChangeKind"))
+        #expect(IOQuaked.DeleteReason.allCases.map(\.rawValue) == values("DeleteReason"))
+        #expect(IOQuaked.Author.allCases.map(\.rawValue) == values("Author"))
+        #expect(IOQuaked.PullResult.allCases.map(\.rawValue) == values("PullResult"))
+        #expect(IOQuaked.SubscribeEvent.allCases.map(\.rawValue) == values("SubscribeEvent"))
+        #expect(IOQuaked.QueryOrder.allCases.map(\.rawValue) == values("QueryOrder"))
+    }
+
+    @Test("org.varlink.service is generated into the runtime from its own interface file")
+    func serviceInterface() throws {
+        let interface = try VarlinkInterface(parsing: OrgVarlinkService.interfaceDescription)
+        #expect(interface.name == "org.varlink.service")
+        #expect(OrgVarlinkService.Method.allCases.map(\.rawValue) == ["GetInfo", "GetInterfaceDescription"])
+        #expect(
+            interface.errors.map(\.name) == [
+                "InterfaceNotFound", "MethodNotFound", "MethodNotImplemented", "InvalidParameter", "PermissionDenied",
+                "ExpectedMore",
+            ])
+    }
+
+    @Test("the generator's output is deterministic and carries the interface text verbatim")
+    func generatorOutput() throws {
+        let text = try Self.text("org.example.everything")
+        let interface = try VarlinkInterface(parsing: text)
+        let make = {
+            SwiftGenerator(
+                interface: interface, text: text, namespace: "Everything", runtimeModule: "Varlink",
+                sourceName: "org.example.everything.varlink"
+            ).generate()
+        }
+        let source = make()
+        #expect(source == make())
+        #expect(source.contains("public enum Everything {"))
+        #expect(source.contains("public struct Everything: VarlinkValue"))
+        #expect(source.contains("public struct Inline: VarlinkValue"), "inline struct types are nested")
+        #expect(source.contains("public enum Choice: String, VarlinkValue"))
+        #expect(source.contains("public var map: [String: Double]"))
+        #expect(source.contains("public var o: [String: JSONValue]"))
+        #expect(source.contains("public var nested: [Point?]?"))
+        #expect(source.contains("public static let name = \"org.example.everything.Broken\""))
+        for line in text.split(separator: "\n") { #expect(source.contains(line)) }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import QuakeProtocol
+import Testing
+import Varlink
+
+/// Generated types decode as systemd's sd-varlink does: strictly, naming the field that is wrong.
+@Suite("Strict decoding")
+struct StrictDecodingTests {
+    static func error<T: VarlinkValue>(_ type: T.Type, _ json: String) -> VarlinkParameterError? {
+        do {
+            _ = try T.decode(json: Array(json.utf8))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(
+        "wrong input names the field",
+        arguments: [
+            // Unknown fields, at any depth.
+            (#"{"bogus":1}"#, "bogus"),
+            (#"{"near":{"lat":1,"lon":2,"radiusKm":3,"bogus":1}}"#, "near.bogus"),
+            // Wrong types, including an int that is not integral.
+            (#"{"limit":1.5}"#, "limit"),
+            (#"{"limit":1.0}"#, "limit"),
+            (#"{"limit":1e2}"#, "limit"),
+            (#"{"limit":"5"}"#, "limit"),
+            (#"{"limit":99999999999999999999}"#, "limit"),
+            (#"{"minMagnitude":"4"}"#, "minMagnitude"),
+            (#"{"near":{"lat":"north","lon":2,"radiusKm":3}}"#, "near.lat"),
+            (#"{"near":[1,2,3]}"#, "near"),
+            (#"{"order":"size"}"#, "order"),
+            (#"{"type":5}"#, "type"),
+            // A required field missing, or null.
+            (#"{"near":{"lat":1,"lon":2}}"#, "near.radiusKm"),
+            (#"{"near":{"lat":null,"lon":2,"radiusKm":3}}"#, "near.lat"),
+            // Twice.
+            (#"{"limit":1,"limit":2}"#, "limit"),
+            // Not an object at all.
+            ("[]", "parameters"),
+            ("5", "parameters"),
+            (#""x""#, "parameters"),
+        ])
+    func queryParameters(json: String, parameter: String) {
+        let error = Self.error(IOQuaked.Query.Parameters.self, json)
+        #expect(error?.parameter == parameter, "\(json): \(String(describing: error))")
+    }
+
+    @Test("arrays name the element")
+    func arrayElements() {
+        #expect(Self.error(IOQuaked.Delete.Parameters.self, #"{"ids":["a",2]}"#)?.parameter == "ids[1]")
+        #expect(
+            Self.error(IOQuaked.FetchHistory.Reply.self, Self.historyReply(kind: "upsert"))?.parameter
+                == "transactions[0].changes[0].kind")
+    }
+
+    static func historyReply(kind: String) -> String {
+        #"{"storeId":"s","headToken":1,"oldestToken":0,"hasMore":false,"nextAfter":1,"transactions":[{"token":1,"author":"import","timestamp":5,"inserted":1,"updated":0,"deleted":0,"changes":[{"quakeId":"q","kind":"\#(kind)"}]}]}"#
+    }
+
+    @Test(
+        "bytes that are not strict JSON are refused",
+        arguments: [
+            #"{"ids":["a",]}"#, #"{"ids":[,"a"]}"#, #"{,"ids":[]}"#, #"{"ids":[] "x":1}"#, #"{"ids":["\u00"]}"#,
+            #"{"ids":["\ud800"]}"#, #"{"ids":[]} trailing"#, #"{"ids":[01]}"#, #"{"ids":[tru]}"#,
+            #"{"ids":["a"]"#, "",
+        ])
+    func malformed(json: String) {
+        #expect(Self.error(IOQuaked.Delete.Parameters.self, json) != nil, "\(json)")
+    }
+
+    @Test("invalid UTF-8 and raw control characters in strings are refused")
+    func invalidText() {
+        let invalid: [UInt8] = Array(#"{"ids":[""#.utf8) + [0xC3, 0x28] + Array(#""]}"#.utf8)
+        #expect(throws: VarlinkParameterError.self) { try IOQuaked.Delete.Parameters.decode(json: invalid) }
+        let control: [UInt8] = Array(#"{"ids":[""#.utf8) + [0x0A] + Array(#""]}"#.utf8)
+        #expect(throws: VarlinkParameterError.self) { try IOQuaked.Delete.Parameters.decode(json: control) }
+    }
+
+    @Test("nesting is bounded: a hostile depth is an error, not a stack overflow")
+    func depth() {
+        let deep = #"{"ids":"# + String(repeating: "[", count: 100_000)
+        #expect(Self.error(IOQuaked.Delete.Parameters.self, deep) != nil)
+        let object = String(repeating: #"{"a":"#, count: 10_000)
+        #expect(Self.error([String: JSONValue].self, object) != nil)
+    }
+
+    @Test("escapes, surrogate pairs and non-ASCII text decode, and encode back to the same value")
+    func strings() throws {
+        let json = #"{"ids":["a\"b\\c\/d\n\t\u00e9\ud83c\udf0b","ü ∆ 地震",""]}"#
+        let decoded = try IOQuaked.Delete.Parameters.decode(json: Array(json.utf8))
+        #expect(decoded.ids == ["a\"b\\c/d\n\té🌋", "ü ∆ 地震", ""])
+        #expect(try IOQuaked.Delete.Parameters.decode(json: decoded.jsonBytes) == decoded)
+    }
+
+    @Test("a whole Quake and a history page round-trip through the generated writer and reader")
+    func roundTrip() throws {
+        let quake = IOQuaked.Quake(
+            id: "us7000abcd", mag: 4.53, place: "10 km N of \"Somewhere\"", time: 1_700_000_000_123,
+            updated: 1_700_000_100_000, tz: -480, url: "https://x/y", detail: nil, felt: 12, cdi: 3.4, mmi: 0.1,
+            alert: "green", status: "reviewed", tsunami: 0, sig: 318, net: "us", code: "7000abcd",
+            ids: ",us7000abcd,", sources: ",us,", types: ",origin,", nst: nil, dmin: 1e-05, rms: 0.7, gap: 45,
+            magType: "mb", type: "earthquake", title: "M 4.5", lon: -179.99999, lat: 89.5, depth: -1.2)
+        #expect(try IOQuaked.Quake.decode(json: quake.jsonBytes) == quake)
+        let reply = IOQuaked.FetchHistory.Reply(
+            storeId: "s", headToken: 9, oldestToken: 0,
+            transactions: [
+                IOQuaked.Transaction(
+                    token: 9, author: .import, timestamp: 1, source: "file:///x", inserted: 0, updated: 1,
+                    deleted: 1,
+                    changes: [
+                        IOQuaked.Change(
+                            quakeId: "a", kind: .update,
+                            fields: [
+                                .init(field: "mag", old: .init(float: 4.1), new: .init(float: 3.9)),
+                                .init(field: "felt", new: .init(int: 3)),
+                            ], quake: quake),
+                        IOQuaked.Change(
+                            quakeId: "b", kind: .delete,
+                            tombstone: .init(id: "b", mag: 2, time: 5), reason: .superseded, supersededBy: "c"),
+                    ])
+            ], hasMore: false, nextAfter: 9)
+        #expect(try IOQuaked.FetchHistory.Reply.decode(json: reply.jsonBytes) == reply)
+        // Optional fields that are nil are left out, never written as null.
+        #expect(!String(decoding: reply.jsonBytes, as: UTF8.self).contains("null"))
+    }
+
+    @Test("doubles are written in their shortest exact form; integral floats without a fraction")
+    func numbers() throws {
+        for value in [0.1, 4.53, -179.99999, 1e-05, 1e300, 2.4500000000000002, 3, -0.0, 123456789.125] {
+            var writer = JSONWriter()
+            writer.double(value)
+            let text = String(decoding: writer.bytes, as: UTF8.self)
+            #expect(Double(text) == value, "\(value) → \(text)")
+            #expect(try Double.decode(json: writer.bytes) == value)
+        }
+        var writer = JSONWriter()
+        writer.double(3)
+        #expect(writer.bytes == Array("3".utf8))
+        for value in [0, 1, -1, Int.max, Int.min, 1_700_000_000_123] {
+            var writer = JSONWriter()
+            writer.int(value)
+            #expect(try Int.decode(json: writer.bytes) == value)
+        }
+    }
+}
