@@ -245,6 +245,52 @@ struct MigrationTests {
     }
 }
 
+extension MigrationTests {
+    @Test("v5: stored field values become typed FieldValue objects, number texts kept exactly, nulls left out")
+    func upgradeFieldValues() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent(QuakeStore.fileName).path
+            do {
+                let pool = try DatabasePool(path: path)
+                try StoreSchema.migrator.migrate(pool, upTo: "v4-history-kind-check")
+                try await pool.write { db in
+                    try db.execute(
+                        sql: """
+                            INSERT INTO historyTransactions (author, timestamp, updated) VALUES ('import', 1, 1);
+                            INSERT INTO historyChanges (token, quakeId, kind, fields) VALUES (1, 'ak1', 'update',
+                                '[{"field":"mag","new":3,"old":2.4500000000000002},{"field":"updated","new":20,"old":10},{"field":"felt","new":5,"old":null},{"field":"status","new":"reviewed","old":"automatic"},{"field":"alert","new":null,"old":"green"}]');
+                            """)
+                }
+                try pool.close()
+            }
+            let store = try QuakeStore(path: path)
+            let stored = try await store.pool.read { db in
+                try String.fetchOne(db, sql: "SELECT fields FROM historyChanges WHERE token = 1")
+            }
+            let fields = try JSONSerialization.jsonObject(with: Data(try #require(stored).utf8)) as? [[String: Any]]
+            let byName = Dictionary(uniqueKeysWithValues: (fields ?? []).map { ($0["field"] as? String ?? "", $0) })
+            // The column's type decides the member: mag is REAL (float, even for 3), felt INTEGER.
+            #expect((byName["mag"]?["new"] as? [String: Any])?.keys.sorted() == ["float"])
+            #expect(stored?.contains(#"{"float":2.4500000000000002}"#) == true, "the number's text is kept")
+            #expect((byName["updated"]?["old"] as? [String: Any])?["int"] as? Int == 10)
+            #expect(byName["felt"]?["old"] == nil, "a null old value is left out")
+            #expect((byName["felt"]?["new"] as? [String: Any])?["int"] as? Int == 5)
+            #expect((byName["status"]?["old"] as? [String: Any])?["string"] as? String == "automatic")
+            #expect(byName["alert"]?["new"] == nil)
+            // And the store reads it back as typed values.
+            let change = try #require(try store.history(after: 0).transactions.first?.changes.first)
+            #expect(
+                change.fields == [
+                    FieldChange(field: "mag", old: .real(2.4500000000000002), new: .real(3)),
+                    FieldChange(field: "updated", old: .integer(10), new: .integer(20)),
+                    FieldChange(field: "felt", old: .null, new: .integer(5)),
+                    FieldChange(field: "status", old: .text("automatic"), new: .text("reviewed")),
+                    FieldChange(field: "alert", old: .text("green"), new: .null),
+                ])
+        }
+    }
+}
+
 @Suite("History of a first import")
 struct FirstImportHistoryTests {
     /// Changes of one transaction as (quake id, kind), sorted.

@@ -1,5 +1,6 @@
+import QuakeProtocol
 import Foundation
-import QuakeVarlink
+import Varlink
 import QuakeDaemon
 import QuakeTestSupport
 import Testing

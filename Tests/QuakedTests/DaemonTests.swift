@@ -26,7 +26,7 @@ extension EndToEnd {
                     #expect(status["headToken"] as? Int == 1)
                     #expect(status["quakeCount"] as? Int == 151)
                     let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
-                    #expect(feed["lastResult"] as? String == "not-modified")
+                    #expect(feed["lastResult"] as? String == "notModified")
                     #expect(feed["httpStatus"] as? Int == 304)
                     #expect(try await daemon.stop() == 0)
                 }

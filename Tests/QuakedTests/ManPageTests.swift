@@ -1,7 +1,8 @@
+import QuakeProtocol
 import Foundation
 import QuakeDaemon
 import QuakeTestSupport
-import QuakeVarlink
+import Varlink
 import Testing
 
 /// The man pages in `man/` and the files in `packaging/` against the code, so they cannot drift:
@@ -36,7 +37,7 @@ import Testing
         let protocolSection = Mdoc.section("PROTOCOL", of: page)
         #expect(protocolSection.contains("io.quaked.varlink"))
         #expect(protocolSection.contains("GetInterfaceDescription"))
-        let interface = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeVarlink/io.quaked.varlink")
+        let interface = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeProtocol/io.quaked.varlink")
         #expect(FileManager.default.fileExists(atPath: interface.path))
         // Every method of the interface is named.
         let methods = try String(contentsOf: interface, encoding: .utf8)

@@ -8,7 +8,7 @@ extension EndToEnd {
     @Suite("Varlink protocol")
     struct ProtocolTests {
         static let feed = Fixtures.usgs("lhayesgolding__EarthquakeData__all_hour.geojson")
-        static let interfaceFile = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeVarlink/io.quaked.varlink")
+        static let interfaceFile = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeProtocol/io.quaked.varlink")
 
         func startDaemon(in dir: URL, _ extra: [String] = [], environment: [String: String] = [:]) async throws
             -> DaemonHarness
@@ -21,7 +21,7 @@ extension EndToEnd {
 
         /// `python3 -m varlink.cli ...`: the independent Varlink implementation.
         func varlinkCLI(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-            try await ChildProcess.run("/usr/bin/env", ["python3", "-m", "varlink.cli"] + arguments)
+            try await ChildProcess.run("/usr/bin/env", [PeerTools.python, "-m", "varlink.cli"] + arguments)
         }
 
         @Test("the Python varlink client calls GetInfo, GetInterfaceDescription, GetStatus and Refresh")

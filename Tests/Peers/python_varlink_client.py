@@ -1,0 +1,118 @@
+"""Calls every io.quaked method through the Python varlink package (an independent Varlink
+implementation), and prints one JSON line: {"ok": [...], "errors": [...], "seen": {...}}.
+
+    python3 python_varlink_client.py unix:/path/to/socket
+
+Exit status 0 only when every call behaved: replies arrived and had the declared shape the
+Python library builds from the interface description it fetched from quaked.
+"""
+import json
+import sys
+
+import varlink
+
+address = sys.argv[1]
+ok, errors, seen = [], [], {}
+
+
+def check(name, fn):
+    try:
+        fn()
+        ok.append(name)
+    except Exception as e:  # noqa: BLE001 - every failure is reported, none is fatal here
+        errors.append("%s: %r" % (name, e))
+
+
+with varlink.Client(address=address) as client:
+    with client.open("io.quaked", namespaced=False) as quaked:
+
+        def status():
+            s = quaked.GetStatus()
+            assert len(s["storeId"]) == 36 and s["headToken"] >= 1, s
+            seen["headToken"] = s["headToken"]
+            seen["storeId"] = s["storeId"]
+
+        def refresh():
+            r = quaked.Refresh()
+            assert r["results"][0]["result"] in ("imported", "notModified", "failed"), r
+
+        def history():
+            after, transactions, kinds = 0, 0, {}
+            while True:
+                page = quaked.FetchHistory(after=after, limit=50, storeId=seen["storeId"])
+                for t in page["transactions"]:
+                    transactions += 1
+                    for c in t["changes"]:
+                        kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+                        for f in c.get("fields") or []:
+                            for side in ("old", "new"):
+                                v = f.get(side)
+                                if v is not None:
+                                    assert isinstance(v, dict) and len(v) == 1, f
+                after = page["nextAfter"]
+                if not page["hasMore"]:
+                    break
+            seen["transactions"] = transactions
+            seen["changes"] = kinds
+
+        def acknowledge():
+            quaked.Acknowledge(client="python-peer", token=seen["headToken"])
+
+        def snapshot():
+            quakes, pages = [], 0
+            for page in quaked.Snapshot(pageSize=40, _more=True):
+                pages += 1
+                quakes += page["quakes"]
+            assert all("id" in q and "time" in q for q in quakes)
+            seen["quakes"] = len(quakes)
+            seen["snapshotPages"] = pages
+            seen["someId"] = quakes[0]["id"]
+
+        def query():
+            r = quaked.Query(
+                minMagnitude=1.0, since=0, type="earthquake", limit=5, order="magnitude",
+                near={"lat": 0.0, "lon": 0.0, "radiusKm": 20000.0})
+            mags = [q.get("mag") for q in r["quakes"]]
+            assert mags == sorted(mags, reverse=True), mags
+            assert r["total"] >= len(r["quakes"])
+
+        def get():
+            assert quaked.Get(id=seen["someId"])["quake"]["id"] == seen["someId"]
+
+        def get_unknown():
+            try:
+                quaked.Get(id="python-peer-no-such-quake")
+            except varlink.VarlinkError as e:
+                assert e.error() == "io.quaked.NoSuchQuake", e.error()
+                assert e.parameters()["id"] == "python-peer-no-such-quake"
+                return
+            raise AssertionError("no error")
+
+        def delete():
+            try:
+                r = quaked.Delete(ids=["python-peer-no-such-quake"])
+                assert r["notFound"] == ["python-peer-no-such-quake"] and r["deleted"] == [], r
+            except varlink.VarlinkError as e:
+                assert e.error() == "org.varlink.service.PermissionDenied", e.error()
+
+        def reload():
+            try:
+                quaked.Reload()
+            except varlink.VarlinkError as e:
+                assert e.error() == "org.varlink.service.PermissionDenied", e.error()
+
+        for name, fn in [("GetStatus", status), ("Refresh", refresh), ("FetchHistory", history),
+                         ("Acknowledge", acknowledge), ("Snapshot", snapshot), ("Query", query), ("Get", get),
+                         ("Get:NoSuchQuake", get_unknown), ("Delete", delete), ("Reload", reload)]:
+            check(name, fn)
+
+    # Subscribe streams until the caller goes away: its own connection.
+    def subscribe():
+        with client.open("io.quaked", namespaced=False) as stream:
+            first = next(iter(stream.Subscribe(heartbeatSeconds=1, _more=True)))
+            assert first["event"] == "subscribed" and first["storeId"] == seen["storeId"], first
+
+    check("Subscribe", subscribe)
+
+print(json.dumps({"ok": ok, "errors": errors, "seen": seen}, sort_keys=True))
+sys.exit(1 if errors else 0)
