@@ -9,8 +9,8 @@ public struct QuakectlCommand: AsyncParsableCommand {
         abstract: "Watch, query and manage the quaked earthquake store.",
         discussion: """
             quakectl talks to quaked over its control socket (Varlink interface io.quaked). Every \
-            command takes --socket (default: $QUAKED_SOCKET, else quaked's default for this user) \
-            and --json. Exit codes: 0 success, 64 usage, 65 bad data, 69 quaked unreachable, \
+            command takes --socket (default: $QUAKED_SOCKET, else quaked's default for this user), \
+            --json and --absolute, before or after the command's name. Exit codes: 0 success, 64 usage, 65 bad data, 69 quaked unreachable, \
             77 permission denied, 1 other failures.
             """,
         subcommands: [

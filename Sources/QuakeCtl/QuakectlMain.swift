@@ -11,7 +11,7 @@ public enum QuakectlMain {
         signal(SIGPIPE, SIG_IGN)
         let command: any ParsableCommand
         do {
-            command = try QuakectlCommand.parseAsRoot()
+            command = try QuakectlCommand.parseAsRoot(GlobalOptions.reorder(Array(CommandLine.arguments.dropFirst())))
         } catch {
             QuakectlCommand.exit(withError: error)
         }

@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeTestSupport
 import Testing
@@ -5,31 +8,31 @@ import Testing
 @testable import QuakeCtl
 
 @Suite struct CacheTests {
-    static func quake(_ id: String, mag: Double, time: Int64 = 1000) -> QuakedAPI.Quake {
-        var q = QuakedAPI.Quake(id: id, time: time)
+    static func quake(_ id: String, mag: Double, time: Int = 1000) -> IOQuaked.Quake {
+        var q = IOQuaked.Quake(id: id, time: time)
         q.mag = mag
         q.place = "somewhere"
         return q
     }
 
-    static func insert(_ token: Int64, _ quakes: [QuakedAPI.Quake]) -> QuakedAPI.Transaction {
-        QuakedAPI.Transaction(
-            token: token, author: "import", timestamp: 0, source: nil, inserted: quakes.count, updated: 0, deleted: 0,
+    static func insert(_ token: Int, _ quakes: [IOQuaked.Quake]) -> IOQuaked.Transaction {
+        IOQuaked.Transaction(
+            token: token, author: .import, timestamp: 0, source: nil, inserted: quakes.count, updated: 0, deleted: 0,
             changes: quakes.map {
-                QuakedAPI.Change(
-                    quakeId: $0.id, kind: "insert", fields: nil, tombstone: nil, reason: nil, supersededBy: nil,
+                IOQuaked.Change(
+                    quakeId: $0.id, kind: .insert, fields: nil, tombstone: nil, reason: nil, supersededBy: nil,
                     quake: $0)
             })
     }
 
-    static func delete(_ token: Int64, _ id: String) -> QuakedAPI.Transaction {
-        QuakedAPI.Transaction(
-            token: token, author: "delete", timestamp: 0, source: nil, inserted: 0, updated: 0, deleted: 1,
+    static func delete(_ token: Int, _ id: String) -> IOQuaked.Transaction {
+        IOQuaked.Transaction(
+            token: token, author: .delete, timestamp: 0, source: nil, inserted: 0, updated: 0, deleted: 1,
             changes: [
-                QuakedAPI.Change(
-                    quakeId: id, kind: "delete", fields: nil,
-                    tombstone: QuakedAPI.Tombstone(id: id, code: nil, mag: 1, place: nil, time: 1),
-                    reason: "deleted-by-user",
+                IOQuaked.Change(
+                    quakeId: id, kind: .delete, fields: nil,
+                    tombstone: IOQuaked.Tombstone(id: id, code: nil, mag: 1, place: nil, time: 1),
+                    reason: .deletedByUser,
                     supersededBy: nil, quake: nil)
             ])
     }
@@ -50,9 +53,19 @@ import Testing
             #expect(try cache.apply(Self.insert(5, [Self.quake("c", mag: 3)]), storeId: "S") == nil)
             #expect(try cache.apply(Self.insert(6, [Self.quake("c", mag: 3)]), storeId: "T") == nil)
 
-            let before = try #require(
+            let applied = try #require(
                 try cache.apply(Self.insert(6, [Self.quake("a", mag: 1.5), Self.quake("c", mag: 3)]), storeId: "S"))
-            #expect(before["a"]?.mag == 1)
+            #expect(applied.isEmpty, "inserts carry their quake: nothing to report from the cache")
+            // An update whose quake a later transaction removed: the cache says what the row was.
+            let update = IOQuaked.Transaction(
+                token: 7, author: .import, timestamp: 0, inserted: 0, updated: 1, deleted: 0,
+                changes: [
+                    IOQuaked.Change(
+                        quakeId: "a", kind: .update,
+                        fields: [IOQuaked.FieldChange(field: "place", old: .init(string: "somewhere"), new: .init(string: "there"))])
+                ])
+            let before = try #require(try cache.apply(update, storeId: "S"))
+            #expect(before["a"]?.mag == 1.5)
             #expect(before["c"] == nil)
             #expect(try cache.apply(Self.delete(8, "b"), storeId: "S") != nil)
             #expect(try cache.apply(Self.delete(8, "a"), storeId: "S") == nil)
@@ -97,7 +110,7 @@ import Testing
             #expect(try cache.query(QuakeFilter()).quakes.map(\.id) == ["sf", "la", "small"])
             #expect(try cache.query(QuakeFilter(minMagnitude: 3)).quakes.map(\.id) == ["sf", "la"])
             #expect(try cache.query(QuakeFilter(since: 150)).quakes.map(\.id) == ["sf", "la"])
-            let near = try cache.query(QuakeFilter(near: QuakedAPI.Near(lat: 37.8, lon: -122.3, radiusKm: 50)))
+            let near = try cache.query(QuakeFilter(near: IOQuaked.Near(lat: 37.8, lon: -122.3, radiusKm: 50)))
             #expect(near.quakes.map(\.id) == ["sf"])
             let limited = try cache.query(QuakeFilter(limit: 1))
             #expect(limited.quakes.map(\.id) == ["sf"])

@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeCtl
 import QuakeStore
@@ -37,18 +40,18 @@ extension ClientEndToEnd {
             try await withQuaked { daemon in
                 let result = try await quakectl(["list", "--json", "--socket", daemon.socketPath])
                 #expect(result.status == 0, "\(result.stderr)")
-                let reply = try JSONDecoder().decode(QuakedAPI.QueryReply.self, from: Data(result.stdout.utf8))
-                let stored = try daemon.withStore { try $0.allQuakes() }
+                let reply = try JSONDecoder().decode(IOQuaked.Query.Reply.self, from: Data(result.stdout.utf8))
+                let stored = try daemon.withStore { try $0.allQuakes() }.map(wire)
                 #expect(reply.total == stored.count)
                 #expect(reply.quakes.count == stored.count)
                 #expect(byID(reply.quakes) == byID(stored))
                 #expect(reply.quakes.map(\.time) == reply.quakes.map(\.time).sorted(by: >))
-                #expect(reply.headToken == (try daemon.withStore { try $0.head() }))
+                #expect(reply.headToken == Int(try daemon.withStore { try $0.head() }))
 
                 let filtered = try await quakectl([
                     "list", "--json", "--min-mag", "2", "--limit", "3", "--socket", daemon.socketPath,
                 ])
-                let small = try JSONDecoder().decode(QuakedAPI.QueryReply.self, from: Data(filtered.stdout.utf8))
+                let small = try JSONDecoder().decode(IOQuaked.Query.Reply.self, from: Data(filtered.stdout.utf8))
                 #expect(small.quakes.count == 3)
                 #expect(small.total == stored.filter { ($0.mag ?? -1) >= 2 }.count)
                 #expect(small.quakes.allSatisfy { ($0.mag ?? -1) >= 2 })
@@ -70,7 +73,7 @@ extension ClientEndToEnd {
                 for name in QuakeFields.names { #expect(shown.stdout.contains("  \(name) ")) }
                 #expect(shown.stdout.contains(stored.id))
                 let json = try await quakectl(["show", stored.id, "--json", "--socket", daemon.socketPath])
-                #expect(try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data(json.stdout.utf8)) == stored)
+                #expect(try JSONDecoder().decode(IOQuaked.Quake.self, from: Data(json.stdout.utf8)) == (try wire(stored)))
 
                 let missing = try await quakectl(["show", "nope123", "--socket", daemon.socketPath])
                 #expect(missing.status == 65)
@@ -117,7 +120,7 @@ extension ClientEndToEnd {
         @Test func statusHistoryAndReload() async throws {
             try await withQuaked { daemon in
                 let json = try await quakectl(["status", "--json", "--socket", daemon.socketPath])
-                let status = try JSONDecoder().decode(QuakedAPI.Status.self, from: Data(json.stdout.utf8))
+                let status = try JSONDecoder().decode(IOQuaked.GetStatus.Reply.self, from: Data(json.stdout.utf8))
                 #expect(status.quakeCount == 146)
                 #expect(status.storeId == (try daemon.withStore { $0.storeID }))
                 let text = try await quakectl(["status", "--socket", daemon.socketPath])
@@ -128,7 +131,7 @@ extension ClientEndToEnd {
 
                 let history = try await quakectl(["history", "--json", "--socket", daemon.socketPath])
                 let transactions = try history.stdout.split(separator: "\n").map {
-                    try JSONDecoder().decode(QuakedAPI.Transaction.self, from: Data($0.utf8))
+                    try JSONDecoder().decode(IOQuaked.Transaction.self, from: Data($0.utf8))
                 }
                 #expect(transactions.count == 1)
                 #expect(transactions.first?.changes.count == 146)

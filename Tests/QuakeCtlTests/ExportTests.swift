@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeCtl
 import QuakeTestSupport
@@ -70,11 +73,11 @@ extension ClientEndToEnd {
 
         @Test func csvAndNDJSONCarryEveryQuake() async throws {
             try await withQuaked { daemon in
-                let stored = try daemon.withStore { try $0.allQuakes() }
+                let stored = try daemon.withStore { try $0.allQuakes() }.map(wire)
                 let ndjson = try await quakectl(["export", "--format", "ndjson", "--socket", daemon.socketPath])
                 #expect(ndjson.status == 0)
                 let decoded = try ndjson.stdout.split(separator: "\n").map {
-                    try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data($0.utf8))
+                    try JSONDecoder().decode(IOQuaked.Quake.self, from: Data($0.utf8))
                 }
                 #expect(byID(decoded) == byID(stored))
 

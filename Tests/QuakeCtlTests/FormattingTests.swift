@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import Testing
 
@@ -23,7 +26,7 @@ import Testing
 
     @Test func relativeTimes() {
         let now = Date(timeIntervalSince1970: 1_000_000)
-        let ms: (Double) -> Int64 = { Int64((1_000_000 + $0) * 1000) }
+        let ms: (Double) -> Int = { Int((1_000_000 + $0) * 1000) }
         #expect(Formatting.relative(ms(0), now: now) == "just now")
         #expect(Formatting.relative(ms(-1), now: now) == "1 second ago")
         #expect(Formatting.relative(ms(-180), now: now) == "3 minutes ago")
@@ -56,9 +59,9 @@ import Testing
 
     @Test func updateSummaryShowsWhatChanged() {
         let fields = [
-            QuakedAPI.FieldChange(field: "mag", old: .number(4.1), new: .number(3.9)),
-            QuakedAPI.FieldChange(field: "updated", old: .number(1), new: .number(2)),
-            QuakedAPI.FieldChange(field: "status", old: .string("automatic"), new: .string("reviewed")),
+            IOQuaked.FieldChange(field: "mag", old: .init(float: 4.1), new: .init(float: 3.9)),
+            IOQuaked.FieldChange(field: "updated", old: .init(int: 1), new: .init(int: 2)),
+            IOQuaked.FieldChange(field: "status", old: .init(string: "automatic"), new: .init(string: "reviewed")),
         ]
         #expect(ChangeText.fieldSummary(fields, OutputStyle()) == "M 4.1→3.9, status automatic→reviewed")
         #expect(ChangeText.fieldSummary([fields[1]], OutputStyle()) == "revised")
@@ -66,10 +69,10 @@ import Testing
 
     @Test func timeArguments() {
         let now = Date(timeIntervalSince1970: 1_000_000)
-        let twoHours: Int64? = TimeArgument.parse("2h", now: now)
-        let week: Int64? = TimeArgument.parse("1w", now: now)
-        #expect(twoHours == Int64(992_800_000))
-        #expect(week == Int64(395_200_000))
+        let twoHours: Int? = TimeArgument.parse("2h", now: now)
+        let week: Int? = TimeArgument.parse("1w", now: now)
+        #expect(twoHours == Int(992_800_000))
+        #expect(week == Int(395_200_000))
         #expect(TimeArgument.parse("2025-11-22", now: now) == 1_763_769_600_000)
         #expect(TimeArgument.parse("2025-11-22T02:57:00Z", now: now) == 1_763_780_220_000)
         #expect(TimeArgument.parse("1763780220000", now: now) == 1_763_780_220_000)
@@ -100,8 +103,8 @@ import Testing
 }
 
 @Suite struct ExportFormatTests {
-    static func quake() -> QuakedAPI.Quake {
-        var q = QuakedAPI.Quake(id: "us1", time: 1_763_780_220_123)
+    static func quake() -> IOQuaked.Quake {
+        var q = IOQuaked.Quake(id: "us1", time: 1_763_780_220_123)
         q.mag = 4.25
         q.place = "10 km SW of \"Foo\", CA"
         q.title = "line\r\nbreak"
@@ -127,7 +130,7 @@ import Testing
         var out: [UInt8] = []
         NDJSONExportWriter().quake(Self.quake(), index: 0, into: &out)
         #expect(out.last == 10)
-        let decoded = try JSONDecoder().decode(QuakedAPI.Quake.self, from: Data(out))
+        let decoded = try JSONDecoder().decode(IOQuaked.Quake.self, from: Data(out))
         #expect(decoded == Self.quake())
     }
 
@@ -136,7 +139,7 @@ import Testing
         var out: [UInt8] = []
         writer.header(into: &out)
         writer.quake(Self.quake(), index: 0, into: &out)
-        var noPlace = QuakedAPI.Quake(id: "xx2", time: 5)
+        var noPlace = IOQuaked.Quake(id: "xx2", time: 5)
         noPlace.depth = nil
         writer.quake(noPlace, index: 1, into: &out)
         writer.footer(into: &out)

@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeTestSupport
 import Testing

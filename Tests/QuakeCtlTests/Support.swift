@@ -1,4 +1,8 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
+import QuakeFeed
 import QuakeCtl
 import QuakeStore
 import QuakeTestSupport
@@ -74,16 +78,16 @@ final class Quaked: @unchecked Sendable {
     }
 
     /// Every change in the store's history after `token`, as (token, quake id, kind).
-    func historyChanges(after token: Int64) throws -> [ChangeKey] {
+    func historyChanges(after token: Int) throws -> [ChangeKey] {
         try withStore { store in
             var keys: [ChangeKey] = []
             var after = token
             while true {
-                let page = try store.history(after: after, limit: 1000)
+                let page = try store.history(after: Int64(after), limit: 1000)
                 for t in page.transactions {
-                    keys += t.changes.map { ChangeKey(token: t.token, quakeId: $0.quakeId, kind: $0.kind.rawValue) }
+                    keys += t.changes.map { ChangeKey(token: Int(t.token), quakeId: $0.quakeId, kind: $0.kind.rawValue) }
                 }
-                after = page.nextAfter
+                after = Int(page.nextAfter)
                 if !page.hasMore { return keys }
             }
         }
@@ -91,7 +95,7 @@ final class Quaked: @unchecked Sendable {
 }
 
 struct ChangeKey: Hashable, Comparable, CustomStringConvertible {
-    var token: Int64
+    var token: Int
     var quakeId: String
     var kind: String
     static func < (a: Self, b: Self) -> Bool { (a.token, a.quakeId, a.kind) < (b.token, b.quakeId, b.kind) }
@@ -129,8 +133,8 @@ struct WatchOutput {
     struct Line: Decodable {
         var event: String
         var storeId: String
-        var token: Int64
-        var change: QuakedAPI.Change?
+        var token: Int
+        var change: IOQuaked.Change?
         var quakes: Int?
         var reason: String?
     }
@@ -145,11 +149,16 @@ struct WatchOutput {
 
     var changes: [ChangeKey] {
         lines.compactMap { line in
-            line.change.map { ChangeKey(token: line.token, quakeId: $0.quakeId, kind: $0.kind) }
+            line.change.map { ChangeKey(token: line.token, quakeId: $0.quakeId, kind: $0.kind.rawValue) }
         }
     }
 
     var resets: [Line] { lines.filter { $0.event == "reset" } }
+}
+
+/// A stored quake as the protocol carries it (FeedFeature's Codable form is the interface's Quake).
+func wire(_ quake: FeedFeature) throws -> IOQuaked.Quake {
+    try IOQuaked.Quake.decode(json: JSONEncoder().encode(quake))
 }
 
 enum TestFeeds {
@@ -159,7 +168,7 @@ enum TestFeeds {
 }
 
 /// Rows by id, for comparing sets of rows regardless of order.
-func byID(_ quakes: [QuakedAPI.Quake]) -> [String: QuakedAPI.Quake] {
+func byID(_ quakes: [IOQuaked.Quake]) -> [String: IOQuaked.Quake] {
     Dictionary(quakes.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
 }
 

@@ -1,7 +1,10 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeCtl
 import QuakeTestSupport
-import QuakeVarlink
+import Varlink
 import Testing
 
 /// The generic client against a real quaked.
@@ -14,16 +17,18 @@ extension ClientEndToEnd {
                 let connection = try await QuakedConnection.connect(to: daemon.socketPath)
                 let client = connection.client
 
-                let info: JSONValue = try await client.call("org.varlink.service.GetInfo", QuakedAPI.Empty())
-                #expect(info["interfaces"] == .array([.string("org.varlink.service"), .string("io.quaked")]))
+                let info = try await client.call(OrgVarlinkService.GetInfo.self, .init())
+                #expect(info.interfaces == ["org.varlink.service", "io.quaked"])
 
                 // A typed error reply; the connection stays usable.
-                await #expect(
-                    throws: VarlinkCallError(
-                        name: "io.quaked.NoSuchQuake", parameters: .object(["id": .string("nope")]))
-                ) {
+                await #expect(throws: IOQuaked.Failure.noSuchQuake(.init(id: "nope"))) {
                     _ = try await connection.get(id: "nope")
                 }
+                // The raw form too, for a method no interface file of ours names.
+                let raw = try await client.call(VarlinkCall(method: "io.quaked.NoSuchMethod"))
+                #expect(raw.error == "org.varlink.service.MethodNotFound")
+                #expect(
+                    try OrgVarlinkService.MethodNotFound.decode(json: raw.parameters).method == "io.quaked.NoSuchMethod")
                 let status = try await connection.status()
                 #expect(status.quakeCount == 146)
 
@@ -40,7 +45,7 @@ extension ClientEndToEnd {
 
                 // The daemon going away ends a waiting stream with .closed.
                 var events = try await connection.subscribe(client: nil, heartbeatSeconds: 60).makeAsyncIterator()
-                #expect(try await events.next()?.event == "subscribed")
+                #expect(try await events.next()?.event == .subscribed)
                 try await daemon.stop()
                 await #expect(throws: VarlinkConnectionError.closed) { _ = try await events.next() }
                 await connection.close()
@@ -51,7 +56,7 @@ extension ClientEndToEnd {
             try await withTemporaryDirectory { dir in
                 let path = dir.appendingPathComponent("none.sock").path
                 await #expect { _ = try await QuakedConnection.connect(to: path) } throws: { error in
-                    (error as? QuakectlError)?.exitCode == 69
+                    (error as? QuakedConnectionError)?.kind == .unreachable
                 }
                 // A socket file nobody listens on any more.
                 let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -67,7 +72,7 @@ extension ClientEndToEnd {
                 }
                 close(fd)
                 await #expect { _ = try await QuakedConnection.connect(to: path) } throws: { error in
-                    (error as? QuakectlError)?.exitCode == 69
+                    (error as? QuakedConnectionError)?.kind == .unreachable
                 }
             }
         }

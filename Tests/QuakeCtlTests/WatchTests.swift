@@ -1,3 +1,6 @@
+import QuakeClient
+import QuakeProtocol
+import Varlink
 import Foundation
 import QuakeCtl
 import QuakeStore
@@ -20,11 +23,11 @@ extension ClientEndToEnd {
                 let cache = try QuakeCache(path: path)
                 defer { try? cache.close() }
                 let position = try cache.position()
-                return position?.storeId == storeId && position?.token == head
+                return position?.storeId == storeId && position?.token == Int(head)
             }
             let cache = try QuakeCache(path: path)
             defer { try? cache.close() }
-            #expect(byID(try cache.allQuakes()) == byID(try daemon.withStore { try $0.allQuakes() }))
+            #expect(byID(try cache.allQuakes()) == byID(try daemon.withStore { try $0.allQuakes() }.map(wire)))
         }
 
         @Test func restartWithChangesWhileDownPrintsEachChangeOnce() async throws {
@@ -52,7 +55,7 @@ extension ClientEndToEnd {
                 #expect(output.resets.count == 1)
                 #expect(output.resets.first?.reason == "new cache")
                 let printed = output.changes
-                let expected = try daemon.historyChanges(after: start)
+                let expected = try daemon.historyChanges(after: Int(start))
                 #expect(printed.count == Set(printed).count, "a change was printed twice")
                 #expect(printed.sorted() == expected.sorted())
                 #expect(printed.count > 100)
@@ -132,7 +135,7 @@ extension ClientEndToEnd {
                 #expect(after.resets.isEmpty)
                 let printed = before.changes + after.changes
                 #expect(printed.count == Set(printed).count, "a change was printed twice")
-                #expect(printed.sorted() == (try daemon.historyChanges(after: start)).sorted())
+                #expect(printed.sorted() == (try daemon.historyChanges(after: Int(start))).sorted())
             }
         }
     }
