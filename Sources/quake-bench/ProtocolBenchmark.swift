@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import QuakeClient
 import QuakeStore
 import QuakeTestSupport
 
@@ -7,18 +8,55 @@ import QuakeTestSupport
     import Glibc
 #endif
 
-/// Fan-out latency (commit to receipt at 1, 100 and 1,000 subscribers) and FetchHistory
-/// catch-up throughput, against a real quaked process; each figure beside a peer measured in
-/// the same run.
+/// FetchHistory catch-up throughput, fan-out latency (commit to receipt at 1, 100 and 1,000
+/// subscribers) and `quakectl watch` applying a catch-up to its cache, against real quaked and
+/// quakectl processes; each figure beside a peer measured in the same run.
 struct ProtocolBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "protocol", abstract: "Notification fan-out latency and FetchHistory catch-up throughput.")
+        commandName: "protocol",
+        abstract: "FetchHistory catch-up, notification fan-out latency and quakectl watch's cache apply.")
 
-    @Option(help: "History changes for the catch-up measurement.")
+    @Option(help: "History changes for the catch-up measurements.")
     var changes = 100_000
 
     @Option(help: "Notifications measured per subscriber count.")
     var rounds = 20
+
+    @Flag(help: "Print one JSON object with the figures (progress goes to stderr).")
+    var json = false
+
+    /// What --json prints.
+    struct Figures: Encodable {
+        struct CatchUp: Encodable {
+            var changes: Int
+            var seconds: Double
+            var changesPerSecond: Double
+            var peerChangesPerSecond: Double
+        }
+        struct FanOut: Encodable {
+            var subscribers: Int
+            var p50Ms: Double
+            var p99Ms: Double
+        }
+        struct ClientApply: Encodable {
+            var changes: Int
+            var seconds: Double
+            var changesPerSecond: Double
+            var peerChangesPerSecond: Double
+        }
+        var catchup: CatchUp
+        var fanout: [FanOut]
+        var clientApply: ClientApply
+    }
+
+    /// Progress and the human-readable report: stdout, or stderr with --json.
+    func say(_ text: String) {
+        if json {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        } else {
+            print(text)
+        }
+    }
 
     func run() async throws {
         var limit = rlimit()
@@ -33,7 +71,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         let state = work.appendingPathComponent("state")
 
         // History: `changes` changes in transactions of 1,000 (one insert round, then updates).
-        print("writing \(changes) history changes …")
+        say("writing \(changes) history changes …")
         let perRound = 1000
         let store = try QuakeStore(directory: state)
         for round in 0..<max(1, changes / perRound) {
@@ -65,9 +103,16 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
 
-        try catchUp(socket: socket, state: state)
-        print("")
-        try fanOut(socket: socket)
+        let catchUp = try catchUp(socket: socket, state: state)
+        say("")
+        let apply = try await clientApply(socket: socket, quakectl: URL(fileURLWithPath: quaked).deletingLastPathComponent().appendingPathComponent("quakectl").path, work: work)
+        say("")
+        let fanOut = try fanOut(socket: socket)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(Figures(catchup: catchUp, fanout: fanOut, clientApply: apply)), as: UTF8.self))
+        }
     }
 
     /// A feed of `count` features whose content depends on `round`, so every round updates every row.
@@ -84,7 +129,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             + features.joined(separator: ",") + "]}"
     }
 
-    private func catchUp(socket: String, state: URL) throws {
+    private func catchUp(socket: String, state: URL) throws -> Figures.CatchUp {
         let client = try UnixSocketClient(path: socket)
         var after = 0
         var received = 0
@@ -115,22 +160,75 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             print(json.dumps({"changes": len(rows), "seconds": time.monotonic() - t}))
             """
         let peer = try ChildProcessRun.python(script, arguments: [state.appendingPathComponent("quakes.sqlite").path])
-        print("catch-up: FetchHistory of \(received) changes")
-        print(
+        say("catch-up: FetchHistory of \(received) changes")
+        say(
             String(
                 format: "  quaked FetchHistory (paged, JSON over the socket): %.2f s, %.0f changes/s", quaked,
                 Double(received) / quaked))
-        print(
+        say(
             String(
                 format: "  peer: python sqlite3 reading the same rows from the file: %.2f s, %.0f changes/s",
                 peer.seconds, Double(peer.changes) / peer.seconds))
-        print(
+        say(
             String(
                 format: "  ratio (quaked / peer throughput): %.2f",
                 (Double(received) / quaked) / (Double(peer.changes) / peer.seconds)))
+        return Figures.CatchUp(
+            changes: received, seconds: quaked, changesPerSecond: Double(received) / quaked,
+            peerChangesPerSecond: Double(peer.changes) / peer.seconds)
     }
 
-    private func fanOut(socket: String) throws {
+    /// `quakectl watch` on a cache that is empty at token 0 of the store: it catches up through
+    /// every change with FetchHistory, applying each transaction to its cache. Timed until the
+    /// cache's position reaches the head. Peer: Python's sqlite3 writing the same number of rows
+    /// (id, time, mag, JSON) into a table of the same shape, in one transaction.
+    private func clientApply(socket: String, quakectl: String, work: URL) async throws -> Figures.ClientApply {
+        let state = work.appendingPathComponent("state")
+        let store = try QuakeStore(directory: state)
+        let (storeID, head) = (store.storeID, try store.head())
+        let changeCount = try store.history(after: 0, limit: 100_000).transactions.reduce(0) { $0 + $1.changes.count }
+        try store.close()
+        let path = work.appendingPathComponent("watch-cache.sqlite").path
+        let cache = try QuakeCache(path: path)
+        try cache.beginReset()
+        try cache.finishReset(storeId: storeID, token: 0)
+        let started = ContinuousClock.now
+        let watch = try ChildProcess(quakectl, ["watch", "--since", "now", "--cache", path, "--socket", socket])
+        defer { watch.signal(SIGTERM) }
+        while try cache.position()?.token != Int(head) {
+            guard watch.isRunning else { throw ValidationError("quakectl watch exited: \(watch.stderr)") }
+            guard ContinuousClock.now - started < .seconds(300) else { throw ValidationError("watch took too long") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let seconds = (ContinuousClock.now - started).inSeconds
+        try cache.close()
+        let script = """
+            import sqlite3, sys, time, json, os
+            n = int(sys.argv[2])
+            rows = [("q%d" % i, 1700000000000 + i, 1.5, json.dumps({"id": "q%d" % i, "time": 1700000000000 + i, "mag": 1.5, "place": "%d km N of Benchtown" % i})) for i in range(n)]
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("PRAGMA journal_mode=WAL"); db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE quakes (id TEXT PRIMARY KEY NOT NULL, time INTEGER NOT NULL, mag REAL, quake TEXT NOT NULL) WITHOUT ROWID")
+            db.execute("CREATE INDEX quakes_time ON quakes(time)")
+            t = time.monotonic()
+            with db:
+                db.executemany("INSERT OR REPLACE INTO quakes VALUES (?, ?, ?, ?)", rows)
+            print(json.dumps({"changes": n, "seconds": time.monotonic() - t}))
+            """
+        let peerPath = work.appendingPathComponent("peer-cache.sqlite").path
+        let peer = try ChildProcessRun.python(script, arguments: [peerPath, "\(changeCount)"])
+        say("client apply: quakectl watch catching up \(changeCount) changes into its cache")
+        say(String(format: "  quakectl watch: %.2f s, %.0f changes/s", seconds, Double(changeCount) / seconds))
+        say(
+            String(
+                format: "  peer: python sqlite3 writing as many rows in one transaction: %.2f s, %.0f rows/s",
+                peer.seconds, Double(peer.changes) / peer.seconds))
+        return Figures.ClientApply(
+            changes: changeCount, seconds: seconds, changesPerSecond: Double(changeCount) / seconds,
+            peerChangesPerSecond: Double(peer.changes) / peer.seconds)
+    }
+
+    private func fanOut(socket: String) throws -> [Figures.FanOut] {
         // Peer: a plain request/reply round trip on the same socket.
         let rpc = try UnixSocketClient(path: socket)
         var roundTrips: [Double] = []
@@ -140,8 +238,9 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             roundTrips.append((ContinuousClock.now - t).inSeconds * 1000)
         }
         let rtt = Self.percentile(roundTrips, 0.5)
-        print(String(format: "fan-out: commit to receipt (peer: GetInfo round trip p50 %.3f ms)", rtt))
-        print("  subscribers      p50 ms      p99 ms   p50 / round trip")
+        say(String(format: "fan-out: commit to receipt (peer: GetInfo round trip p50 %.3f ms)", rtt))
+        say("  subscribers      p50 ms      p99 ms   p50 / round trip")
+        var figures: [Figures.FanOut] = []
         var deleteIndex = 0
         for count in [1, 100, 1000] {
             var subscribers: [UnixSocketClient] = []
@@ -159,11 +258,15 @@ struct ProtocolBenchmark: AsyncParsableCommand {
                 deleteIndex += 1
                 latencies += try Self.waitForAll(subscribers, since: started)
             }
-            print(
+            say(
                 String(
                     format: "  %11d %11.3f %11.3f %14.1fx", count, Self.percentile(latencies, 0.5),
                     Self.percentile(latencies, 0.99), Self.percentile(latencies, 0.5) / rtt))
+            figures.append(
+                .init(
+                    subscribers: count, p50Ms: Self.percentile(latencies, 0.5), p99Ms: Self.percentile(latencies, 0.99)))
         }
+        return figures
     }
 
     /// Milliseconds from `since` until each subscriber's "changed" reply became readable.
