@@ -40,6 +40,12 @@ public struct VarlinkInterface: Sendable, Hashable {
         public var name: String
         public var documentation: [String]
         public var type: FieldType
+
+        public init(name: String, documentation: [String] = [], type: FieldType) {
+            self.name = name
+            self.documentation = documentation
+            self.type = type
+        }
     }
 
     /// A field's type. `?T` is `optional`; anonymous structs and enums may appear inline.

@@ -3,7 +3,7 @@
 /// strict dispatcher, and a typed `Failure` for clients. All within one namespace enum.
 ///
 /// Generated types conform to the runtime's `VarlinkValue` (strict decoding that names the
-/// wrong field; direct encoding to bytes) and to `Encodable`, `Hashable` and `Sendable`.
+/// wrong field; direct encoding to bytes) and to `Codable` (for tools that print them with Foundation), `Hashable` and `Sendable`.
 public struct SwiftGenerator {
     public let interface: VarlinkInterface
     public let text: String
@@ -65,7 +65,7 @@ public struct SwiftGenerator {
     }
 
     private func enumeration(_ values: [String], name: String, into out: inout Output) {
-        out.line("public enum \(name): String, VarlinkValue, CaseIterable, Hashable, Sendable, Encodable {")
+        out.line("public enum \(name): String, VarlinkValue, CaseIterable, Hashable, Sendable, Codable {")
         out.indent { out in
             for value in values { out.line("case \(identifier(value))") }
             out.line("")
@@ -91,7 +91,7 @@ public struct SwiftGenerator {
     ) {
         precondition(fields.count <= 64, "\(name): more than 64 fields")
         let extra = conformances.map { ", " + $0 }.joined()
-        out.line("public struct \(name): VarlinkValue, Hashable, Sendable, Encodable\(extra) {")
+        out.line("public struct \(name): VarlinkValue, Hashable, Sendable, Codable\(extra) {")
         out.indent { out in
             for line in statics { out.line(line) }
             if !statics.isEmpty { out.line("") }
