@@ -129,6 +129,32 @@ extension EndToEnd {
             }
         }
 
+        @Test("a commit by another process (quaked --once on the same store) reaches subscribers without waiting for a heartbeat")
+        func otherProcessCommits() async throws {
+            try await withTemporaryDirectory { dir in
+                let daemon = try await startDaemon(in: dir)
+                let subscriber = try UnixSocketClient(path: daemon.socketPath)
+                // A heartbeat far away: only the commit itself can wake the subscriber.
+                try subscriber.send(
+                    #"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":3600},"more":true}"#)
+                #expect(try Self.parameters(try subscriber.receive())["event"] as? String == "subscribed")
+                let once = try await ChildProcess.run(
+                    BuiltProducts.path("quaked"),
+                    [
+                        "--once", "--feed", Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson").absoluteString,
+                        "--state-dir", daemon.stateDirectory.path,
+                    ])
+                #expect(once.status == 0, "\(once.stderr)")
+                // The daemon checks the WAL file every 250 ms; with the heartbeat an hour away, a
+                // reply within the receive deadline can only be the commit's own announcement.
+                let event = try Self.parameters(try subscriber.receive(timeout: .seconds(5)))
+                #expect(event["event"] as? String == "changed")
+                #expect(event["author"] as? String == "import")
+                #expect(event["headToken"] as? Int == 2)
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+
         @Test("FetchHistory after every token returns exactly the later transactions; bad tokens and stores are errors")
         func fetchHistory() async throws {
             try await withTemporaryDirectory { dir in
