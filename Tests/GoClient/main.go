@@ -201,17 +201,22 @@ func (c *client) link() (*link, error) {
 // An error reply is fine only when its name is in allowed; its name is returned. ok is false
 // when the call failed (reported already).
 func (c *client) reply(label, method string, l *link, callErr error, more bool, allowed ...string) (f frame, errName string, ok bool) {
-	raw, got := l.rec.next()
-	if !got {
-		c.fail(label, "no reply: %v", callErr)
+	// After a broken exchange the shared connection is out of step: the next call opens another.
+	drop := func() {
 		if l == c.shared {
 			l.conn.Close()
 			c.shared = nil
 		}
+	}
+	raw, got := l.rec.next()
+	if !got {
+		c.fail(label, "no reply: %v", callErr)
+		drop()
 		return frame{}, "", false
 	}
 	if !more && l.rec.pending() > 0 {
 		c.fail(label, "more than one reply to a call without more")
+		drop()
 		return frame{}, "", false
 	}
 	f, err := parseFrame(raw)
