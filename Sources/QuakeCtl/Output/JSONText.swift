@@ -1,6 +1,7 @@
 import QuakeClient
 import QuakeProtocol
 import Foundation
+import Varlink
 
 /// JSON output: Codable for small replies, and a hand-written writer for the hot export path.
 public enum JSONText {
@@ -11,37 +12,23 @@ public enum JSONText {
         return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
     }
 
-    /// Appends `s` as a JSON string (RFC 8259 escaping).
+    /// Appends `s` as a JSON string (RFC 8259 escaping), with the protocol's writer.
     public static func appendString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        withWriter(&out) { $0.string(s) }
     }
 
     /// Appends a number: integers without a fraction, others in the shortest form that reads back
-    /// as the same Double.
+    /// as the same Double (null for NaN and infinities, which JSON lacks).
     public static func appendNumber(_ d: Double, to out: inout [UInt8]) {
-        guard d.isFinite else {
-            out.append(contentsOf: Array("null".utf8))
-            return
-        }
-        if d.rounded() == d && abs(d) < 1e15 {
-            out.append(contentsOf: Array(String(Int64(d)).utf8))
-        } else {
-            out.append(contentsOf: Array(d.description.utf8))
-        }
+        withWriter(&out) { $0.double(d) }
+    }
+
+    /// Runs `body` on a JSONWriter that appends to `out` (the buffer is moved, not copied).
+    private static func withWriter(_ out: inout [UInt8], _ body: (inout JSONWriter) -> Void) {
+        var writer = JSONWriter(capacity: 0)
+        swap(&writer.bytes, &out)
+        body(&writer)
+        swap(&writer.bytes, &out)
     }
 
     public static func appendValue(_ value: QuakeValue, to out: inout [UInt8]) {
