@@ -116,6 +116,8 @@ let package = Package(
                 "QuakeFeed",
                 "QuakeStore",
                 "QuakeClient",
+                "QuakeProtocol",
+                "Varlink",
                 "QuakeTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

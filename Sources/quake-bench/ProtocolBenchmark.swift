@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import QuakeClient
+import QuakeProtocol
+import Varlink
 import QuakeStore
 import QuakeTestSupport
 
@@ -138,7 +140,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         // (reading history, encoding it, writing it), not this client's JSON parser.
         while true {
             try client.send(
-                #"{"method":"io.quaked.FetchHistory","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#
+                #"{"method":"\#(IOQuaked.FetchHistory.name)","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#
             )
             guard let text = try client.receive(timeout: .seconds(60)), !text.contains(#""error""#) else {
                 throw ValidationError("FetchHistory failed")
@@ -234,7 +236,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         var roundTrips: [Double] = []
         for _ in 0..<200 {
             let t = ContinuousClock.now
-            _ = try rpc.call("org.varlink.service.GetInfo")
+            _ = try rpc.call(OrgVarlinkService.GetInfo.name)
             roundTrips.append((ContinuousClock.now - t).inSeconds * 1000)
         }
         let rtt = Self.percentile(roundTrips, 0.5)
@@ -246,7 +248,8 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             var subscribers: [UnixSocketClient] = []
             for _ in 0..<count {
                 let client = try UnixSocketClient(path: socket)
-                try client.send(#"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":3600},"more":true}"#)
+                try client.send(
+                    #"{"method":"\#(IOQuaked.Subscribe.name)","parameters":{"heartbeatSeconds":3600},"more":true}"#)
                 _ = try client.receive()
                 subscribers.append(client)
             }
@@ -254,7 +257,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             for _ in 0..<rounds {
                 let started = ContinuousClock.now
                 // One committed transaction: delete one quake.
-                _ = try rpc.call("io.quaked.Delete", ["ids": ["bn\(deleteIndex)"]])
+                _ = try rpc.call(IOQuaked.Delete.name, ["ids": ["bn\(deleteIndex)"]])
                 deleteIndex += 1
                 latencies += try Self.waitForAll(subscribers, since: started)
             }

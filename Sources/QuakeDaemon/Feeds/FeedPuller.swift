@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-import Varlink
 import Logging
 import NIOCore
 import NIOHTTP1

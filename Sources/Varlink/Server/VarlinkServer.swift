@@ -70,15 +70,36 @@ public final class VarlinkServer: Sendable {
     private let limitReplies: LimitReplies
     private let logger: Logger
     private let connections = Mutex(0)
+    /// Writes in progress, by connection: what the sweeper checks against the write timeout.
+    private let writes = Mutex<[ObjectIdentifier: WriteWatch]>([:])
+
+    /// One connection's write in progress, if any: when it started, and the channel to close when
+    /// it takes longer than the write timeout.
+    final class WriteWatch: Sendable {
+        let channel: any Channel
+        private let started = Mutex<ContinuousClock.Instant?>(nil)
+
+        init(channel: any Channel) {
+            self.channel = channel
+        }
+
+        func begin() { started.withLock { $0 = .now } }
+        func end() { started.withLock { $0 = nil } }
+
+        /// Whether a write has been waiting since before `deadline`.
+        func isStalled(before deadline: ContinuousClock.Instant) -> Bool {
+            started.withLock { $0.map { $0 < deadline } ?? false }
+        }
+    }
 
     public init(
         info: Info, interfaces: [VarlinkInterfaceHandler], limits: Limits = .init(), limitReplies: LimitReplies,
         logger: Logger
     ) {
-        let names = ["org.varlink.service"] + interfaces.map(\.name)
+        let names = [OrgVarlinkService.interfaceName] + interfaces.map(\.name)
         var all = Dictionary(uniqueKeysWithValues: interfaces.map { ($0.name, $0) })
         let descriptions = Dictionary(uniqueKeysWithValues: interfaces.map { ($0.name, $0.description) })
-        all["org.varlink.service"] = OrgVarlinkService.handler(
+        all[OrgVarlinkService.interfaceName] = OrgVarlinkService.handler(
             ServiceInterface(info: info, names: names, descriptions: descriptions))
         self.interfaces = all
         self.limits = limits
@@ -107,10 +128,28 @@ public final class VarlinkServer: Sendable {
     /// cancelled with it).
     public func serve(_ listener: Listener) async throws {
         try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await self.sweepStalledWrites() }
             try await listener.executeThenClose { inbound in
                 for try await connection in inbound {
                     group.addTask { await self.serve(connection) }
                 }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Closes the connections whose current write has waited longer than the write timeout (a
+    /// client that stopped reading). One task for all connections: a reply's write costs no
+    /// timer of its own, which matters when one notification goes to thousands of subscribers.
+    func sweepStalledWrites() async throws {
+        let interval = min(max(limits.writeTimeout / 4, .milliseconds(10)), .seconds(1))
+        while true {
+            try await Task.sleep(for: interval)
+            let deadline = ContinuousClock.now - limits.writeTimeout
+            let stalled = writes.withLock { $0.values.filter { $0.isStalled(before: deadline) } }
+            for watch in stalled {
+                logger.notice("disconnecting a client that stopped reading its replies")
+                watch.channel.close(promise: nil)
             }
         }
     }
@@ -126,17 +165,17 @@ public final class VarlinkServer: Sendable {
         var logger = self.logger
         logger[metadataKey: "peer"] = "\(connection.peer.map { "\($0)" } ?? "unknown")"
         do {
+            let watch = WriteWatch(channel: connection.channel.channel)
+            let key = ObjectIdentifier(watch)
+            writes.withLock { $0[key] = watch }
+            defer { _ = writes.withLock { $0.removeValue(forKey: key) } }
             try await connection.channel.executeThenClose { inbound, outbound in
-                let writeTimeout = limits.writeTimeout
-                let logger = logger
+                // The sweeper closes the channel under a write that takes too long; the write
+                // then throws.
                 let write: @Sendable ([UInt8]) async throws -> Void = { frame in
-                    let bytes = ByteBuffer(bytes: frame)
-                    do {
-                        try await withTimeout(writeTimeout) { try await outbound.write(bytes) }
-                    } catch is TimedOut {
-                        logger.notice("disconnecting a client that stopped reading its replies")
-                        throw TimedOut()
-                    }
+                    watch.begin()
+                    defer { watch.end() }
+                    try await outbound.write(ByteBuffer(bytes: frame))
                 }
                 guard admitted else {
                     try await write(limitReplies.tooManyConnections(limits.maxConnections))
