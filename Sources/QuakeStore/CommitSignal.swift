@@ -1,7 +1,7 @@
 import Synchronization
 
-/// Tells every waiting ``StoreCommits`` iterator of one store that a write of this process has
-/// committed, so in-process commits are announced at once instead of at the next file poll.
+/// Tells everyone in this process waiting for one store's commits that a write through it has
+/// committed, so they need not wait for a poll to find out.
 ///
 /// A broadcast counter, not a one-slot flag: each waiter remembers the generation it has dealt
 /// with, so a signal is never lost between a waiter's check and its sleep, and one waiter taking

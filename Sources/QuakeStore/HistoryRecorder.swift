@@ -11,7 +11,7 @@ import GRDBSQLite
 ///
 /// Creating the transaction row also arranges for `commitSignal` to be signalled once the SQLite
 /// transaction has committed (never if it rolls back), so every write that takes a token wakes
-/// the store's ``StoreCommits`` iterators.
+/// whoever in this process waits for the store's commits.
 struct HistoryRecorder {
     let db: Database
     let author: HistoryAuthor

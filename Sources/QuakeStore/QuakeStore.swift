@@ -17,8 +17,8 @@ public struct QuakeStore: Sendable {
     /// A random UUID made when the file was created. Tokens mean something only with it.
     public let storeID: String
     let pool: DatabasePool
-    /// Wakes ``commits(after:pollInterval:)`` iterators when a write through this store commits;
-    /// shared by every copy of this value.
+    /// Signalled when a write through this store has committed a history transaction, so that
+    /// whoever waits for commits hears of it at once; shared by every copy of this value.
     let commitSignal = CommitSignal()
 
     /// Opens (creating and migrating as needed) `quakes.sqlite` in `directory`, creating the

@@ -27,8 +27,8 @@ extension QuakeStore {
     ///
     /// Where it starts:
     /// - `after` is `nil`: the first call to `next()` reads the head and yields nothing for it;
-    ///   elements are commits after that read. A commit that finishes before the first `next()`
-    ///   starts is not announced.
+    ///   elements are heads greater than that one. A commit that is visible by then (even one
+    ///   made after `commits()` was called) is part of that starting head and not announced.
     /// - `after` is a token: elements are heads greater than it, so the first `next()` returns at
     ///   once when the head is already past it. A reader that has applied history through `after`
     ///   misses nothing between reading it and subscribing.
@@ -151,7 +151,9 @@ public struct StoreCommits: AsyncSequence, Sendable {
 /// time, so an unchanged stamp means no commit, and costs no database read, with one exception:
 /// modification times have the file system's clock granularity (and the WAL keeps its size once
 /// SQLite starts overwriting it from the start), so a change right after the stamp was taken may
-/// leave it as it was. A stamp with a file changed within the last seconds is not trusted.
+/// leave it as it was; and a look may fall between a writer's WAL write and the moment its commit
+/// becomes visible to readers. So a stamp with a file changed within the last seconds is not
+/// trusted: the next look reads the head even if the stamp is the same.
 struct StoreFiles: Equatable {
     struct File: Equatable {
         var device: UInt64
