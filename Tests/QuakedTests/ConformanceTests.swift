@@ -61,7 +61,8 @@ extension EndToEnd {
                 // The connection is still usable.
                 let status = try client.call("io.quaked.GetStatus")
                 #expect((status["parameters"] as? [String: Any])?["storeId"] != nil)
-                #expect(try await daemon.stop() == 0)
+                let exit = try await daemon.stop()
+                #expect(exit == 0, "quaked exited \(exit):\n\(daemon.process.stderr)")
             }
         }
 

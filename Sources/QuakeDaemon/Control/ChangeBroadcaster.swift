@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import QuakeProtocol
 import QuakeStore
 import ServiceLifecycle
@@ -20,33 +21,75 @@ public final class ChangeBroadcaster: Service, Sendable {
     public struct Change: Sendable, Equatable {
         public var head: HistoryToken
         public var author: HistoryAuthor?
-        public var frame: [UInt8]
+        /// Encoded once; every subscriber writes the same buffer (ByteBuffer is copy-on-write).
+        public var frame: ByteBuffer
     }
 
+    /// What a subscriber is woken for.
+    enum Event: Sendable, Equatable {
+        case change(Change)
+        /// Nothing changed for the subscriber's heartbeat interval.
+        case heartbeat
+    }
+
+    /// One subscriber's slot: the newest change not yet taken, and when its next heartbeat is due.
+    /// Waiting costs no timer: the broadcaster's one ticker flags due heartbeats for everyone.
     final class Subscription: Sendable {
-        private let pending = Mutex<Change?>(nil)
-        fileprivate let wakeup = Wakeup()
+        private struct State {
+            var pending: Change?
+            var heartbeatDue: ContinuousClock.Instant
+            var heartbeatPending = false
+        }
+        private let state: Mutex<State>
+        private let wakeup = Wakeup()
+        let heartbeat: Duration
+
+        init(heartbeat: Duration) {
+            self.heartbeat = heartbeat
+            self.state = Mutex(State(heartbeatDue: .now + heartbeat))
+        }
 
         fileprivate func offer(_ change: Change) {
-            pending.withLock { pending in
-                if let current = pending, current.head >= change.head { return }
-                pending = change
+            state.withLock { state in
+                if let current = state.pending, current.head >= change.head { return }
+                state.pending = change
             }
             wakeup.signal()
         }
 
-        /// The newest change not yet taken, waiting up to `deadline`; nil when the deadline
-        /// passed with no change (time for a heartbeat) or the task was cancelled.
-        func next(until deadline: ContinuousClock.Instant) async -> Change? {
-            if let change = take() { return change }
-            await wakeup.wait(until: deadline)
-            return take()
+        /// Flags the heartbeat when it is due (called by the ticker).
+        fileprivate func tick(now: ContinuousClock.Instant) {
+            let due = state.withLock { state -> Bool in
+                guard state.pending == nil, !state.heartbeatPending, now >= state.heartbeatDue else { return false }
+                state.heartbeatPending = true
+                return true
+            }
+            if due { wakeup.signal() }
         }
 
-        private func take() -> Change? {
-            pending.withLock { pending in
-                defer { pending = nil }
-                return pending
+        /// The next event; nil when the task is cancelled.
+        func next() async -> Event? {
+            while !Task.isCancelled {
+                if let event = take() { return event }
+                await wakeup.wait()
+            }
+            return nil
+        }
+
+        private func take() -> Event? {
+            state.withLock { state in
+                let event: Event
+                if let change = state.pending {
+                    event = .change(change)
+                } else if state.heartbeatPending {
+                    event = .heartbeat
+                } else {
+                    return nil
+                }
+                state.pending = nil
+                state.heartbeatPending = false
+                state.heartbeatDue = .now + heartbeat
+                return event
             }
         }
     }
@@ -60,18 +103,36 @@ public final class ChangeBroadcaster: Service, Sendable {
         self.storeID = store.storeID
     }
 
-    /// Follows the store's commits until graceful shutdown.
+    /// Follows the store's commits, and flags due heartbeats, until graceful shutdown.
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                for try await commit in self.store.commits() {
-                    self.publish(head: commit.token, author: commit.author)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await commit in self.store.commits() {
+                            self.publish(head: commit.token, author: commit.author)
+                        }
+                    }
+                    group.addTask {
+                        while true {
+                            try await Task.sleep(for: Self.tick)
+                            let now = ContinuousClock.now
+                            for subscription in self.subscriptions.withLock({ Array($0.values) }) {
+                                subscription.tick(now: now)
+                            }
+                        }
+                    }
+                    try await group.next()
+                    group.cancelAll()
                 }
             }
         } catch is CancellationError {
             // Shutdown.
         }
     }
+
+    /// How often due heartbeats are looked for: their precision.
+    static let tick = Duration.milliseconds(250)
 
     /// The number of subscribers.
     public var count: Int { subscriptions.withLock { $0.count } }
@@ -88,16 +149,16 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// A Subscribe reply frame (with `continues`).
     static func frame(
         _ event: IOQuaked.SubscribeEvent, storeID: String, head: HistoryToken, author: HistoryAuthor? = nil
-    ) -> [UInt8] {
-        VarlinkReply.frame(
+    ) -> ByteBuffer {
+        ByteBuffer(bytes: VarlinkReply.frame(
             IOQuaked.Subscribe.Reply(
                 event: event, storeId: storeID, headToken: Int(head), author: author.map(IOQuaked.Author.init)),
-            continues: true)
+            continues: true))
     }
 
     /// Runs `body` with a subscription that receives every publication while `body` runs.
-    func withSubscription<T>(_ body: (Subscription) async throws -> T) async rethrows -> T {
-        let subscription = Subscription()
+    func withSubscription<T>(heartbeat: Duration, _ body: (Subscription) async throws -> T) async rethrows -> T {
+        let subscription = Subscription(heartbeat: heartbeat)
         let key = ObjectIdentifier(subscription)
         subscriptions.withLock { $0[key] = subscription }
         defer { _ = subscriptions.withLock { $0.removeValue(forKey: key) } }

@@ -68,19 +68,21 @@ public struct QuakedService: IOQuaked.Service {
         if let client = parameters.client { try Self.validate(client: client) }
         let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
         let storeID = store.storeID
-        try await broadcaster.withSubscription { subscription in
+        try await broadcaster.withSubscription(heartbeat: heartbeat) { subscription in
             // Registered before the head is read: nothing committed after this read is missed.
             var lastSent = try store.head()
             if let client = parameters.client { try await store.touch(client: client, token: lastSent) }
             // A subscriber that does not take its replies is dropped (the server's write timeout),
             // never queued for: the subscription holds only the latest head.
             try await call.reply(frame: ChangeBroadcaster.frame(.subscribed, storeID: storeID, head: lastSent))
-            while !Task.isCancelled {
-                let change = await subscription.next(until: .now + heartbeat)
-                if let change, change.head > lastSent {
+            while let event = await subscription.next() {
+                switch event {
+                case .change(let change) where change.head > lastSent:
                     lastSent = change.head
                     try await call.reply(frame: change.frame)
-                } else {
+                case .change:
+                    break  // already announced in the first reply
+                case .heartbeat:
                     let head = max(lastSent, try store.head())
                     try await call.reply(frame: ChangeBroadcaster.frame(.heartbeat, storeID: storeID, head: head))
                 }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// How a method replies to one call: once, or (for a call made with `more`) several times, every
 /// reply but the last with `continues`. A call made with `oneway` gets no reply: replying to it
 /// writes nothing.
@@ -7,9 +9,11 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     public let oneway: Bool
     /// Who called (SO_PEERCRED), if the transport knows.
     public let peer: PeerCredentials?
-    let write: @Sendable ([UInt8]) async throws -> Void
+    let write: @Sendable (ByteBuffer) async throws -> Void
 
-    public init(more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable ([UInt8]) async throws -> Void) {
+    public init(
+        more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void
+    ) {
         self.more = more
         self.oneway = oneway
         self.peer = peer
@@ -21,18 +25,19 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     public func reply(_ reply: Reply, continues: Bool = false) async throws {
         guard !oneway else { return }
         assert(!continues || more, "continues on a call made without more")
-        try await write(VarlinkReply.frame(reply, continues: continues && more))
+        try await write(ByteBuffer(bytes: VarlinkReply.frame(reply, continues: continues && more)))
     }
 
     /// Sends a reply whose parameters are already encoded as the JSON text of `Reply`: for
     /// replies built straight from stored bytes, without a round trip through values.
     public func reply(encodedParameters: some Collection<UInt8>, continues: Bool = false) async throws {
         guard !oneway else { return }
-        try await write(VarlinkReply.frame(parameters: encodedParameters, continues: continues && more))
+        try await write(ByteBuffer(bytes: VarlinkReply.frame(parameters: encodedParameters, continues: continues && more)))
     }
 
-    /// Sends a frame encoded once for many callers (a notification to every subscriber).
-    public func reply(frame: [UInt8]) async throws {
+    /// Sends a frame encoded once for many callers (a notification to every subscriber): the
+    /// buffer is shared, not copied.
+    public func reply(frame: ByteBuffer) async throws {
         guard !oneway else { return }
         try await write(frame)
     }
@@ -47,7 +52,7 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
 public struct VarlinkRequest: Sendable {
     public let call: VarlinkCall
     public let peer: PeerCredentials?
-    let write: @Sendable ([UInt8]) async throws -> Void
+    let write: @Sendable (ByteBuffer) async throws -> Void
 
     /// The parameters, decoded strictly (an error names the field: InvalidParameter).
     public func parameters<P: VarlinkValue>(_ type: P.Type) throws(VarlinkParameterError) -> P {

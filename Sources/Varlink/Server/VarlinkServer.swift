@@ -172,13 +172,13 @@ public final class VarlinkServer: Sendable {
             try await connection.channel.executeThenClose { inbound, outbound in
                 // The sweeper closes the channel under a write that takes too long; the write
                 // then throws.
-                let write: @Sendable ([UInt8]) async throws -> Void = { frame in
+                let write: @Sendable (ByteBuffer) async throws -> Void = { frame in
                     watch.begin()
                     defer { watch.end() }
-                    try await outbound.write(ByteBuffer(bytes: frame))
+                    try await outbound.write(frame)
                 }
                 guard admitted else {
-                    try await write(limitReplies.tooManyConnections(limits.maxConnections))
+                    try await write(ByteBuffer(bytes: limitReplies.tooManyConnections(limits.maxConnections)))
                     return
                 }
                 // Oversized and never-ending messages never get here: MessageLimitsHandler answers
@@ -194,35 +194,36 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Handles one message; returns false when the connection must close.
-    func handle(_ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable ([UInt8]) async throws -> Void)
+    func handle(_ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void)
         async throws -> Bool
     {
+        let reply = { (bytes: [UInt8]) in ByteBuffer(bytes: bytes) }
         let call: VarlinkCall
         do {
             call = try VarlinkCall(parsing: frame)
         } catch {
             // Not a call this server can read: say so; the framing is intact, so the connection
             // stays usable.
-            try await write(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameterName)))
+            try await write(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameterName))))
             return true
         }
         if call.oneway && call.more {
-            try await write(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: "oneway")))
+            try await write(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: "oneway"))))
             return false
         }
         // A oneway call gets no reply, not even an error.
-        let reply: @Sendable ([UInt8]) async throws -> Void = call.oneway ? { @Sendable _ in } : write
+        let respond: @Sendable (ByteBuffer) async throws -> Void = call.oneway ? { @Sendable _ in } : write
         do {
             guard let interface = interfaces[call.interface] else {
                 throw OrgVarlinkService.InterfaceNotFound(interface: call.interface)
             }
-            guard try await interface.handle(call.member, VarlinkRequest(call: call, peer: peer, write: reply)) else {
+            guard try await interface.handle(call.member, VarlinkRequest(call: call, peer: peer, write: respond)) else {
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
         } catch let error as VarlinkParameterError {
-            try await reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter)))
+            try await respond(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter))))
         } catch let error as any VarlinkError {
-            try await reply(VarlinkReply.frame(error: error))
+            try await respond(reply(VarlinkReply.frame(error: error)))
         }
         return true
     }
