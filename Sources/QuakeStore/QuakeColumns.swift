@@ -133,7 +133,16 @@ extension QuakeColumns {
     }
 
     /// Reads the current row of a statement that selected `\(list)`, from column `offset` on.
-    static func feature(from s: RawStatement, offset o: Int32 = 0) -> FeedFeature {
+    static func feature(from s: RawStatement, offset: Int32 = 0) -> FeedFeature {
+        feature(from: s.columns, offset: offset)
+    }
+
+    /// ``feature(from:offset:)`` for any statement's current row.
+    static func feature(from statement: OpaquePointer, offset: Int32) -> FeedFeature {
+        feature(from: ColumnReader(handle: statement), offset: offset)
+    }
+
+    static func feature(from s: ColumnReader, offset o: Int32) -> FeedFeature {
         var q = FeedFeature(id: s.string(o + 0) ?? "", time: s.int64(o + 3) ?? 0)
         q.mag = s.double(o + 1)
         q.place = s.string(o + 2)

@@ -63,6 +63,20 @@ struct RawStatement {
         }
     }
 
+    /// The current row's columns.
+    var columns: ColumnReader { ColumnReader(handle: handle) }
+
+    func string(_ column: Int32) -> String? { columns.string(column) }
+    func int64(_ column: Int32) -> Int64? { columns.int64(column) }
+    func double(_ column: Int32) -> Double? { columns.double(column) }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+/// Reads the columns of a statement's current row through the C API.
+struct ColumnReader {
+    let handle: OpaquePointer
+
     /// The text of a column, all `sqlite3_column_bytes` of it (a string may contain U+0000).
     func string(_ column: Int32) -> String? {
         guard let text = sqlite3_column_text(handle, column) else { return nil }
@@ -78,6 +92,4 @@ struct RawStatement {
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
-
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }

@@ -146,10 +146,14 @@ struct ProtocolBenchmark: AsyncParsableCommand {
                 throw ValidationError("FetchHistory failed")
             }
             received += Self.occurrences(of: #""kind":"#, in: text)
-            // Keys are sorted, so the scalars come before the long "transactions" array.
-            let head = String(text.prefix(400))
-            after = Int(Self.field("nextAfter", in: head) ?? "") ?? after
-            if Self.field("hasMore", in: head) != "true" { break }
+            // The page's scalars come after the long "transactions" array (quaked writes them once
+            // the page is read): look for them at the end.
+            let tail = String(text.suffix(400))
+            guard let next = Int(Self.field("nextAfter", in: tail) ?? "") else {
+                throw ValidationError("FetchHistory reply without nextAfter")
+            }
+            after = next
+            if Self.field("hasMore", in: tail) != "true" { break }
         }
         let quaked = (ContinuousClock.now - started).inSeconds
 

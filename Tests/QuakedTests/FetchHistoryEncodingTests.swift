@@ -26,8 +26,9 @@ struct FetchHistoryEncodingTests {
             var after: HistoryToken = 0
             var kinds: Set<IOQuaked.ChangeKind> = []
             while true {
-                let stored = try store.storedHistory(after: after, limit: 2, maxChanges: 500)
-                let bytes = IOQuaked.FetchHistory.encodedReply(stored)
+                var writer = IOQuaked.FetchHistory.ReplyWriter()
+                let summary = try store.visitHistory(after: after, limit: 2, maxChanges: 500, &writer)
+                let bytes = writer.finish(summary)
                 let decoded = try IOQuaked.FetchHistory.Reply.decode(json: bytes)
                 let page = try store.history(after: after, limit: 2, maxChanges: 500)
                 let expected = IOQuaked.FetchHistory.Reply(

@@ -106,82 +106,115 @@ extension IOQuaked.RefreshResult {
 }
 
 extension IOQuaked.FetchHistory {
-    /// The reply's JSON text, written straight from the stored rows: each change's `fields` and
-    /// `tombstone` are stored in the interface's form and go out as they are, without a decode and
-    /// an encode per change. This writes the shapes of FetchHistory's Reply, Transaction and Change
-    /// by hand; `FetchHistoryEncodingTests` decodes its output with the generated strict decoder,
-    /// so a field that drifts from io.quaked.varlink fails there.
-    static func encodedReply(_ page: StoredHistoryPage) -> [UInt8] {
-        let changeCount = page.transactions.reduce(0) { $0 + $1.changes.count }
-        var w = JSONWriter(capacity: 256 + changeCount * 1024)
-        w.beginObject()
-        w.key("storeId")
-        w.string(page.storeID)
-        w.key("headToken")
-        w.int(Int(page.head))
-        w.key("oldestToken")
-        w.int(Int(page.oldest))
-        w.key("transactions")
-        w.beginArray()
-        for t in page.transactions {
-            w.separator()
-            w.beginObject()
-            w.key("token")
-            w.int(Int(t.token))
-            w.key("author")
-            IOQuaked.Author(t.author).write(to: &w)
-            w.key("timestamp")
-            w.int(Int(t.timestamp))
-            if let source = t.source {
-                w.key("source")
-                w.string(source)
-            }
-            w.key("inserted")
-            w.int(t.inserted)
-            w.key("updated")
-            w.int(t.updated)
-            w.key("deleted")
-            w.int(t.deleted)
-            w.key("changes")
-            w.beginArray()
-            for c in t.changes {
-                w.separator()
-                w.beginObject()
-                w.key("quakeId")
-                w.string(c.quakeId)
-                w.key("kind")
-                IOQuaked.ChangeKind(c.kind).write(to: &w)
-                if let fields = c.fieldsJSON {
-                    w.key("fields")
-                    w.raw(fields.utf8)
-                }
-                if let tombstone = c.tombstoneJSON {
-                    w.key("tombstone")
-                    w.raw(tombstone.utf8)
-                }
-                if let reason = c.reason {
-                    w.key("reason")
-                    IOQuaked.DeleteReason(reason).write(to: &w)
-                }
-                if let supersededBy = c.supersededBy {
-                    w.key("supersededBy")
-                    w.string(supersededBy)
-                }
-                if let quake = c.quake {
-                    w.key("quake")
-                    IOQuaked.Quake(quake).write(to: &w)
-                }
-                w.endObject()
-            }
-            w.endArray()
-            w.endObject()
+    /// Writes FetchHistory's reply straight from the stored rows, as ``QuakeStore`` visits them:
+    /// each change's `fields` and `tombstone` are stored in the interface's form and go out as
+    /// they are, and the quake's columns are written from SQLite's own buffers (no string, no
+    /// intermediate value per change). This writes the shapes of the Reply, Transaction, Change
+    /// and Quake by hand; `FetchHistoryEncodingTests` decodes its output with the generated
+    /// strict decoder and compares it with the reply built value by value, so a field that drifts
+    /// from io.quaked.varlink fails there. The page's scalars come last, once the page is read.
+    struct ReplyWriter: StoredHistoryVisitor {
+        private(set) var writer = JSONWriter(capacity: 1 << 16)
+        /// `"mag":` and so on: the quake's field names, which are its column names.
+        static let quakeKeys: [[UInt8]] = StoredChangeRow.quakeColumns.map { Array("\"\($0)\":".utf8) }
+
+        init() {
+            writer.beginObject()
+            writer.key("transactions")
+            writer.beginArray()
         }
-        w.endArray()
-        w.key("hasMore")
-        w.bool(page.hasMore)
-        w.key("nextAfter")
-        w.int(Int(page.nextAfter))
-        w.endObject()
-        return w.bytes
+
+        mutating func beginTransaction(_ t: StoredTransactionHeader) {
+            writer.separator()
+            writer.beginObject()
+            writer.key("token")
+            writer.int(Int(t.token))
+            writer.key("author")
+            IOQuaked.Author(t.author).write(to: &writer)
+            writer.key("timestamp")
+            writer.int(Int(t.timestamp))
+            if let source = t.source {
+                writer.key("source")
+                writer.string(source)
+            }
+            writer.key("inserted")
+            writer.int(t.inserted)
+            writer.key("updated")
+            writer.int(t.updated)
+            writer.key("deleted")
+            writer.int(t.deleted)
+            writer.key("changes")
+            writer.beginArray()
+        }
+
+        mutating func visitChange(_ c: StoredChangeRow) {
+            writer.separator()
+            writer.beginObject()
+            writer.key("quakeId")
+            writer.string(utf8: c.quakeID)
+            writer.key("kind")
+            IOQuaked.ChangeKind(c.kind).write(to: &writer)
+            if let fields = c.fieldsJSON {
+                writer.key("fields")
+                writer.raw(fields)
+            }
+            if let tombstone = c.tombstoneJSON {
+                writer.key("tombstone")
+                writer.raw(tombstone)
+            }
+            if let reason = c.reason {
+                writer.key("reason")
+                IOQuaked.DeleteReason(reason).write(to: &writer)
+            }
+            if let supersededBy = c.supersededBy {
+                writer.key("supersededBy")
+                writer.string(utf8: supersededBy)
+            }
+            if c.hasQuake {
+                writer.key("quake")
+                writer.beginObject()
+                for index in Self.quakeKeys.indices {
+                    switch c.quake(index) {
+                    case .null: continue
+                    case .integer(let value):
+                        writer.separator()
+                        writer.raw(Self.quakeKeys[index])
+                        writer.int(Int(value))
+                    case .real(let value):
+                        writer.separator()
+                        writer.raw(Self.quakeKeys[index])
+                        writer.double(value)
+                    case .text(let bytes):
+                        writer.separator()
+                        writer.raw(Self.quakeKeys[index])
+                        writer.string(utf8: bytes)
+                    }
+                }
+                writer.endObject()
+            }
+            writer.endObject()
+        }
+
+        mutating func endTransaction() {
+            writer.endArray()
+            writer.endObject()
+        }
+
+        /// The whole reply, with the page's scalars.
+        mutating func finish(_ page: StoredHistorySummary) -> [UInt8] {
+            writer.endArray()
+            writer.key("storeId")
+            writer.string(page.storeID)
+            writer.key("headToken")
+            writer.int(Int(page.head))
+            writer.key("oldestToken")
+            writer.int(Int(page.oldest))
+            writer.key("hasMore")
+            writer.bool(page.hasMore)
+            writer.key("nextAfter")
+            writer.int(Int(page.nextAfter))
+            writer.endObject()
+            return writer.bytes
+        }
     }
 }

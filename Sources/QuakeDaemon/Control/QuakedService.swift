@@ -99,12 +99,13 @@ public struct QuakedService: IOQuaked.Service {
             try Self.validate(client: client)
             try await store.acknowledge(client: client, token: after)
         }
+        var reply = IOQuaked.FetchHistory.ReplyWriter()
         let page = try Self.history {
-            try store.storedHistory(
+            try store.visitHistory(
                 after: after, limit: min(max(parameters.limit ?? 100, 1), 1000),
-                maxChanges: max(parameters.maxChanges ?? 10_000, 1))
+                maxChanges: max(parameters.maxChanges ?? 10_000, 1), &reply)
         }
-        try await call.reply(encodedParameters: IOQuaked.FetchHistory.encodedReply(page))
+        try await call.reply(encodedParameters: reply.finish(page))
     }
 
     public func acknowledge(

@@ -117,14 +117,16 @@ public final class VarlinkClient: Sendable {
 
     /// The next reply decoded as `R`, and whether more follow; an error reply throws.
     fileprivate func receiveNext<R: VarlinkValue>(_ type: R.Type) async throws -> (value: R, continues: Bool) {
-        let reply = try await receiveFrame()
-        if let error = reply.error { throw VarlinkCallError(name: error, parameters: reply.parameters) }
+        let frame = try await inbox.next()
+        let decoded: (result: Result<R, VarlinkCallError>, continues: Bool)
         do {
-            return (try R.decode(json: reply.parameters), reply.continues)
+            decoded = try VarlinkReply.decode(R.self, frame: Array(frame.readableBytesView))
         } catch {
+            // A reply this client cannot read leaves the connection out of step.
             channel.close(promise: nil)
             throw VarlinkConnectionError.invalidReply("\(error)")
         }
+        return (try decoded.result.get(), decoded.continues)
     }
 }
 

@@ -138,6 +138,57 @@ public struct VarlinkReply: Sendable, Hashable {
         self.error = error
     }
 
+    /// A reply decoded in one pass: the parameters straight into `R` (not first checked, copied and
+    /// then decoded), or the error with its parameters' text. Strict like ``init(parsing:)``.
+    public static func decode<R: VarlinkValue>(_ type: R.Type, frame: [UInt8]) throws(VarlinkParameterError)
+        -> (result: Result<R, VarlinkCallError>, continues: Bool)
+    {
+        var json = JSONScanner(frame)
+        var value: R?
+        var valueError: VarlinkParameterError?
+        var raw: [UInt8]?
+        var continues: Bool?
+        var error: String?
+        var seen: UInt64 = 0
+        try json.beginObject()
+        while let key = try json.nextKey() {
+            switch key {
+            case "parameters":
+                guard seen & 1 == 0 else { throw VarlinkParameterError(path: ["parameters"], .duplicate) }
+                seen |= 1
+                if try json.readNull() { continue }
+                var probe = json
+                try probe.beginObject()
+                if error == nil {
+                    // Most replies are not errors: decode at once, and keep the text only if
+                    // this turns out to be an error's parameters after all.
+                    let start = json
+                    do {
+                        value = try R(json: &json)
+                        continue
+                    } catch let failure {
+                        valueError = failure
+                        json = start
+                    }
+                }
+                raw = Array(json.slice(try json.skipValue()))
+            case "continues": continues = try json.field("continues", seen: &seen, bit: 2)
+            case "error": error = try json.field("error", seen: &seen, bit: 4)
+            default: throw VarlinkParameterError(path: [key], .unknownField)
+            }
+        }
+        try json.finish()
+        if let error {
+            if continues == true { throw VarlinkParameterError(path: ["continues"], .unknownField) }
+            let parameters = raw ?? value?.jsonBytes ?? Array("{}".utf8)
+            return (.failure(VarlinkCallError(name: error, parameters: parameters)), false)
+        }
+        if let valueError { throw valueError }
+        if let value { return (.success(value), continues ?? false) }
+        // No parameters means an empty object.
+        return (.success(try R.decode(json: Array("{}".utf8))), continues ?? false)
+    }
+
     /// A reply frame (NUL-terminated) around parameters already encoded as a JSON object.
     public static func frame(parameters: some Collection<UInt8>, continues: Bool = false) -> [UInt8] {
         var bytes: [UInt8] = []
