@@ -61,10 +61,15 @@ public final class UnixSocketClient: @unchecked Sendable {
 
     /// The next NUL-terminated message as text; nil at EOF. Throws on timeout.
     public func receive(timeout: Duration = .seconds(10)) throws -> String? {
+        try receiveBytes(timeout: timeout).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The next NUL-terminated message's bytes (without the NUL); nil at EOF. Throws on timeout.
+    public func receiveBytes(timeout: Duration = .seconds(10)) throws -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         while true {
             if let nul = buffer[scanned...].firstIndex(of: 0) {
-                let message = String(decoding: buffer[..<nul], as: UTF8.self)
+                let message = Array(buffer[..<nul])
                 buffer.removeSubrange(...nul)
                 scanned = 0
                 return message

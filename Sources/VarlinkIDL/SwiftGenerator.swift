@@ -126,12 +126,20 @@ public struct SwiftGenerator {
                 out.line("try json.beginObject()")
                 out.line("while let key = try json.nextKey() {")
                 out.indent { out in
-                    out.line("switch key {")
+                    // On the name's hash when the fields' hashes differ (they always have so far),
+                    // with one comparison to confirm: not a comparison with every field's name.
+                    let hashes = fields.map { Self.keyHash($0.name) }
+                    let byHash = Set(hashes).count == hashes.count
+                    out.line(byHash ? "switch JSONScanner.keyHash(key) {" : "switch key {")
                     for (bit, field) in fields.enumerated() {
                         let type = swiftType(field.type, field)
-                        out.line(
-                            "case \(literal(field.name)): \(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
-                        )
+                        let read =
+                            "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
+                        if byHash {
+                            out.line("case \(Self.hex(hashes[bit])) where key == \(literal(field.name)): \(read)")
+                        } else {
+                            out.line("case \(literal(field.name)): \(read)")
+                        }
                     }
                     out.line("default: throw VarlinkParameterError(path: [key], .unknownField)")
                     out.line("}")
@@ -266,6 +274,24 @@ public struct SwiftGenerator {
     }
 
     // MARK: Names and types
+
+    /// The runtime's `JSONScanner.keyHash`: FNV-1a, 64 bits, of the name's UTF-8.
+    static func keyHash(_ name: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
+    }
+
+    static func hex(_ value: UInt64) -> String {
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        var v = value
+        for _ in 0..<16 {
+            text.insert(digits[Int(v & 0xF)], at: text.startIndex)
+            v >>= 4
+        }
+        return "0x" + text
+    }
 
     private func swiftType(_ type: VarlinkInterface.FieldType, _ field: VarlinkInterface.Field) -> String {
         switch type {

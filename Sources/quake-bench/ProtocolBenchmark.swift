@@ -27,6 +27,9 @@ struct ProtocolBenchmark: AsyncParsableCommand {
     @Flag(help: "Print one JSON object with the figures (progress goes to stderr).")
     var json = false
 
+    @Option(help: "Keep the working directory (store, caches) here, for profiling.")
+    var keep: String?
+
     /// What --json prints.
     struct Figures: Encodable {
         struct CatchUp: Encodable {
@@ -66,10 +69,12 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         limit.rlim_cur = limit.rlim_max
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 
-        let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
-            "quake-bench-protocol-\(getpid())")
+        let work =
+            keep.map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("quake-bench-protocol-\(getpid())")
+        try? FileManager.default.removeItem(at: work)
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        defer { if keep == nil { try? FileManager.default.removeItem(at: work) } }
         let state = work.appendingPathComponent("state")
 
         // History: `changes` changes in transactions of 1,000 (one insert round, then updates).
@@ -142,13 +147,15 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             try client.send(
                 #"{"method":"\#(IOQuaked.FetchHistory.name)","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#
             )
-            guard let text = try client.receive(timeout: .seconds(60)), !text.contains(#""error""#) else {
+            // An error reply begins with its "error" member.
+            guard let reply = try client.receiveBytes(timeout: .seconds(60)), !reply.starts(with: #"{"error""#.utf8)
+            else {
                 throw ValidationError("FetchHistory failed")
             }
-            received += Self.occurrences(of: #""kind":"#, in: text)
+            received += Self.occurrences(of: #""kind":"#, in: reply)
             // The page's scalars come after the long "transactions" array (quaked writes them once
             // the page is read): look for them at the end.
-            let tail = String(text.suffix(400))
+            let tail = String(decoding: reply.suffix(400), as: UTF8.self)
             guard let next = Int(Self.field("nextAfter", in: tail) ?? "") else {
                 throw ValidationError("FetchHistory reply without nextAfter")
             }
@@ -302,20 +309,23 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         return String(text[range.upperBound...].prefix { $0 != "," && $0 != "}" })
     }
 
-    /// Occurrences of an ASCII pattern, by a byte scan (Foundation's string search is slow on
-    /// replies of many megabytes).
-    static func occurrences(of pattern: String, in text: String) -> Int {
+    /// Occurrences of an ASCII pattern in a reply's bytes, found with memchr and memcmp: the
+    /// figure is meant to be the daemon's, so the client's own scan must cost next to nothing.
+    static func occurrences(of pattern: String, in bytes: [UInt8]) -> Int {
         let needle = Array(pattern.utf8)
-        var text = text
-        return text.withUTF8 { bytes in
+        return bytes.withUnsafeBytes { haystack in
+            guard let base = haystack.baseAddress, let first = needle.first else { return 0 }
             var count = 0
-            var i = 0
-            while i + needle.count <= bytes.count {
-                if bytes[i] == needle[0] && bytes[i..<(i + needle.count)].elementsEqual(needle) {
+            var offset = 0
+            while haystack.count - offset >= needle.count,
+                let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1)
+            {
+                let at = base.distance(to: UnsafeRawPointer(found))
+                if memcmp(found, needle, needle.count) == 0 {
                     count += 1
-                    i += needle.count
+                    offset = at + needle.count
                 } else {
-                    i += 1
+                    offset = at + 1
                 }
             }
             return count

@@ -28,8 +28,11 @@ struct FetchHistoryEncodingTests {
             while true {
                 var writer = IOQuaked.FetchHistory.ReplyWriter()
                 let summary = try store.visitHistory(after: after, limit: 2, maxChanges: 500, &writer)
-                let bytes = writer.finish(summary)
-                let decoded = try IOQuaked.FetchHistory.Reply.decode(json: bytes)
+                let frame = writer.finish(summary)
+                #expect(frame.last == 0, "a whole frame, NUL-terminated")
+                let reply = try VarlinkReply(parsing: Array(frame.dropLast()))
+                #expect(reply.error == nil && !reply.continues)
+                let decoded = try IOQuaked.FetchHistory.Reply.decode(json: reply.parameters)
                 let page = try store.history(after: after, limit: 2, maxChanges: 500)
                 let expected = IOQuaked.FetchHistory.Reply(
                     storeId: page.storeID, headToken: Int(page.head), oldestToken: Int(try store.oldestToken()),

@@ -134,3 +134,30 @@ struct IDLTests {
         for line in text.split(separator: "\n") { #expect(source.contains(line)) }
     }
 }
+
+extension IDLTests {
+    @Test("the generator hashes field names exactly as the runtime does")
+    func keyHashesAgree() throws {
+        let interface = try VarlinkInterface(parsing: IOQuaked.interfaceDescription)
+        var names: Set<String> = []
+        for type in interface.types {
+            if case .structure(let fields) = type.shape { names.formUnion(fields.map(\.name)) }
+        }
+        for method in interface.methods { names.formUnion((method.parameters + method.reply).map(\.name)) }
+        // Types of at most 40 fields (the generator takes up to 64 per type).
+        let sorted = names.sorted()
+        let types = stride(from: 0, to: sorted.count, by: 40).enumerated().map { number, start in
+            "type T\(number) (" + sorted[start..<min(start + 40, sorted.count)].map { "\($0): int" }.joined(separator: ", ") + ")"
+        }
+        let text = "interface a.b\n" + types.joined(separator: "\n")
+        let source = SwiftGenerator(
+            interface: try VarlinkInterface(parsing: text), text: text, namespace: "AB", runtimeModule: "Varlink",
+            sourceName: "a.b.varlink"
+        ).generate()
+        for name in names {
+            let hash = JSONScanner.keyHash(name)
+            let hex = "0x" + String(repeating: "0", count: 16 - String(hash, radix: 16).count) + String(hash, radix: 16)
+            #expect(source.contains("case \(hex) where key == \"\(name)\""), "\(name)")
+        }
+    }
+}

@@ -1,7 +1,7 @@
 import Foundation
 import QuakeProtocol
 import Testing
-import Varlink
+@testable import Varlink
 
 /// Generated types decode as systemd's sd-varlink does: strictly, naming the field that is wrong.
 @Suite("Strict decoding")
@@ -142,6 +142,30 @@ struct StrictDecodingTests {
             var writer = JSONWriter()
             writer.int(value)
             #expect(try Int.decode(json: writer.bytes) == value)
+        }
+    }
+}
+
+extension StrictDecodingTests {
+    @Test("UTF-8 is checked as RFC 3629 says, the same as the standard library's validation")
+    func utf8Validation() {
+        let samples: [[UInt8]] = [
+            Array("plain".utf8), Array("é ü ∆ 地震 🌋".utf8), [0xC3, 0x28], [0xC0, 0x80], [0xE0, 0x80, 0x80],
+            [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF], [0xF8, 0x88, 0x80, 0x80, 0x80],
+            [0xE2, 0x82], [0x80], [0xEF, 0xBF, 0xBF], [0xF4, 0x8F, 0xBF, 0xBF], [0xDF, 0xBF], [0xC1, 0xBF],
+        ]
+        for sample in samples {
+            let mine = sample.withUnsafeBufferPointer(JSONScanner.string)
+            #expect(mine == String(validating: sample, as: UTF8.self), "\(sample)")
+        }
+        // And every two-byte sequence, exhaustively.
+        for a in 0...255 {
+            for b in 0...255 {
+                let sample = [UInt8(a), UInt8(b)]
+                #expect(
+                    sample.withUnsafeBufferPointer(JSONScanner.isValidUTF8)
+                        == (String(validating: sample, as: UTF8.self) != nil), "\(sample)")
+            }
         }
     }
 }

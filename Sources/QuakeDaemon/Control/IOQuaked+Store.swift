@@ -115,10 +115,22 @@ extension IOQuaked.FetchHistory {
     /// from io.quaked.varlink fails there. The page's scalars come last, once the page is read.
     struct ReplyWriter: StoredHistoryVisitor {
         private(set) var writer = JSONWriter(capacity: 1 << 16)
-        /// `"mag":` and so on: the quake's field names, which are its column names.
-        static let quakeKeys: [[UInt8]] = StoredChangeRow.quakeColumns.map { Array("\"\($0)\":".utf8) }
+        /// `"mag":` and so on, the quake's field names (which are its column names), in one buffer:
+        /// no array per field to retain and release on the hot path.
+        static let quakeKeys: (bytes: [UInt8], ranges: [Range<Int>]) = {
+            var bytes: [UInt8] = []
+            var ranges: [Range<Int>] = []
+            for name in StoredChangeRow.quakeColumns {
+                let start = bytes.count
+                bytes += Array("\"\(name)\":".utf8)
+                ranges.append(start..<bytes.count)
+            }
+            return (bytes, ranges)
+        }()
 
+        /// Starts the reply inside its Varlink frame, so the finished bytes are sent as they are.
         init() {
+            VarlinkReply.beginFrame(&writer)
             writer.beginObject()
             writer.key("transactions")
             writer.beginArray()
@@ -173,21 +185,19 @@ extension IOQuaked.FetchHistory {
             if c.hasQuake {
                 writer.key("quake")
                 writer.beginObject()
-                for index in Self.quakeKeys.indices {
-                    switch c.quake(index) {
-                    case .null: continue
-                    case .integer(let value):
+                let keys = Self.quakeKeys
+                keys.bytes.withUnsafeBytes { keyBytes in
+                    for (index, range) in keys.ranges.enumerated() {
+                        let value = c.quake(index)
+                        if case .null = value { continue }
                         writer.separator()
-                        writer.raw(Self.quakeKeys[index])
-                        writer.int(Int(value))
-                    case .real(let value):
-                        writer.separator()
-                        writer.raw(Self.quakeKeys[index])
-                        writer.double(value)
-                    case .text(let bytes):
-                        writer.separator()
-                        writer.raw(Self.quakeKeys[index])
-                        writer.string(utf8: bytes)
+                        writer.raw(UnsafeRawBufferPointer(rebasing: keyBytes[range]))
+                        switch value {
+                        case .null: break
+                        case .integer(let value): writer.int(Int(value))
+                        case .real(let value): writer.double(value)
+                        case .text(let bytes): writer.string(utf8: bytes)
+                        }
                     }
                 }
                 writer.endObject()
@@ -200,7 +210,7 @@ extension IOQuaked.FetchHistory {
             writer.endObject()
         }
 
-        /// The whole reply, with the page's scalars.
+        /// The whole reply frame (NUL-terminated), with the page's scalars.
         mutating func finish(_ page: StoredHistorySummary) -> [UInt8] {
             writer.endArray()
             writer.key("storeId")
@@ -214,6 +224,7 @@ extension IOQuaked.FetchHistory {
             writer.key("nextAfter")
             writer.int(Int(page.nextAfter))
             writer.endObject()
+            VarlinkReply.endFrame(&writer)
             return writer.bytes
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import QuakeFeed
 import QuakeProtocol
 import QuakeStore
@@ -105,7 +106,7 @@ public struct QuakedService: IOQuaked.Service {
                 after: after, limit: min(max(parameters.limit ?? 100, 1), 1000),
                 maxChanges: max(parameters.maxChanges ?? 10_000, 1), &reply)
         }
-        try await call.reply(encodedParameters: reply.finish(page))
+        try await call.reply(frame: ByteBuffer(bytes: reply.finish(page)))
     }
 
     public func acknowledge(

@@ -224,11 +224,10 @@ public struct JSONScanner: Sendable {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let slice = bytes[start..<index]
+                let end = index
                 index += 1
-                guard let text = String(validating: slice, as: UTF8.self) else {
-                    throw malformed("a string that is not valid UTF-8")
-                }
+                guard let text = bytes.withUnsafeBufferPointer({ Self.string(UnsafeBufferPointer(rebasing: $0[start..<end])) })
+                else { throw malformed("a string that is not valid UTF-8") }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
@@ -241,7 +240,7 @@ public struct JSONScanner: Sendable {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let result = String(validating: text, as: UTF8.self) else {
+                guard let result = text.withUnsafeBufferPointer(Self.string) else {
                     throw malformed("a string that is not valid UTF-8")
                 }
                 return result
@@ -278,6 +277,47 @@ public struct JSONScanner: Sendable {
             }
         }
         throw malformed("a string does not end")
+    }
+
+    /// The text of `utf8`, or nil when it is not valid UTF-8 (RFC 3629: no overlong forms, no
+    /// surrogates, nothing above U+10FFFF). Checked here rather than with the standard library's
+    /// generic `String(validating:as:)`, whose unspecialized path costs more than the JSON around it.
+    static func string(_ utf8: UnsafeBufferPointer<UInt8>) -> String? {
+        guard isValidUTF8(utf8) else { return nil }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    static func isValidUTF8(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        let n = b.count
+        while i < n {
+            let c = b[i]
+            if c < 0x80 {
+                i += 1
+                continue
+            }
+            func cont(_ k: Int) -> Bool { i + k < n && b[i + k] & 0xC0 == 0x80 }
+            switch c {
+            case 0xC2...0xDF:
+                guard cont(1) else { return false }
+                i += 2
+            case 0xE0...0xEF:
+                guard cont(1), cont(2) else { return false }
+                let c1 = b[i + 1]
+                if c == 0xE0 && c1 < 0xA0 { return false }  // overlong
+                if c == 0xED && c1 >= 0xA0 { return false }  // a surrogate
+                i += 3
+            case 0xF0...0xF4:
+                guard cont(1), cont(2), cont(3) else { return false }
+                let c1 = b[i + 1]
+                if c == 0xF0 && c1 < 0x90 { return false }  // overlong
+                if c == 0xF4 && c1 >= 0x90 { return false }  // above U+10FFFF
+                i += 4
+            default:
+                return false
+            }
+        }
+        return true
     }
 
     private mutating func hex4() throws(VarlinkParameterError) -> UInt32 {
@@ -334,6 +374,16 @@ public struct JSONScanner: Sendable {
 }
 
 extension JSONScanner {
+    /// FNV-1a (64 bits) of a member name's UTF-8: generated decoders switch on it (the generator
+    /// computes the same for each field) instead of comparing the name with every field's.
+    @inlinable public static func keyHash(_ key: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
     /// For generated decoders: a declared field, read once (a second occurrence is an error),
     /// with the field's name added to any error from its value.
     @inlinable public mutating func field<T: VarlinkValue>(

@@ -189,6 +189,18 @@ public struct VarlinkReply: Sendable, Hashable {
         return (.success(try R.decode(json: Array("{}".utf8))), continues ?? false)
     }
 
+    /// Starts a reply frame in `writer`: write the parameters object next, then call
+    /// ``endFrame(_:continues:)``. For replies built in one buffer, without a copy.
+    public static func beginFrame(_ writer: inout JSONWriter) {
+        writer.raw(#"{"parameters":"#)
+    }
+
+    /// Ends a frame begun with ``beginFrame(_:)``.
+    public static func endFrame(_ writer: inout JSONWriter, continues: Bool = false) {
+        if continues { writer.raw(#","continues":true"#) }
+        writer.bytes += [UInt8(ascii: "}"), 0]
+    }
+
     /// A reply frame (NUL-terminated) around parameters already encoded as a JSON object.
     public static func frame(parameters: some Collection<UInt8>, continues: Bool = false) -> [UInt8] {
         var bytes: [UInt8] = []
