@@ -162,42 +162,83 @@ public struct Watcher: Sendable {
             position = try await reset(connection, reason: "quaked now serves another store", handle: handle)
         }
         guard var position else { return }
-        while position.token != head {
-            let page: IOQuaked.FetchHistory.Reply
-            do {
-                page = try await connection.fetchHistory(
-                    storeId: position.storeId, after: position.token, limit: options.pageLimit,
-                    client: options.clientName)
-            } catch let failure as IOQuaked.Failure {
-                let reason: String
-                switch failure {
-                case .tokenExpired: reason = "history after token \(position.token) has been purged"
-                case .tokenAhead: reason = "token \(position.token) is ahead of the store (restored from an older copy?)"
-                case .storeMismatch: reason = "quaked now serves another store"
-                default: throw failure
-                }
-                position = try await reset(connection, reason: reason, handle: handle)
-                continue
+        // The next page is asked for while this one is applied: quaked writes page n + 1 while
+        // the cache takes page n, so a long catch-up is as fast as the slower of the two.
+        var prefetched: Result<IOQuaked.FetchHistory.Reply, any Error>?
+        while position.token != head || prefetched != nil {
+            let fetched: Result<IOQuaked.FetchHistory.Reply, any Error>
+            if let prefetched = prefetched.take() {
+                fetched = prefetched
+            } else {
+                fetched = await fetchPage(connection, position)
             }
-            if page.storeId != position.storeId {
+            let page: IOQuaked.FetchHistory.Reply
+            switch fetched {
+            case .success(let reply) where reply.storeId == position.storeId:
+                page = reply
+            case .success:
                 position = try await reset(connection, reason: "quaked now serves another store", handle: handle)
                 continue
+            case .failure(let error):
+                position = try await reset(connection, reason: try Self.resetReason(error, position), handle: handle)
+                continue
             }
-            for transaction in page.transactions {
-                guard let before = try cache.apply(transaction, storeId: page.storeId) else { continue }
-                let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
-                do {
-                    try await handle(.applied(transaction, storeId: page.storeId, before: before, isBacklog: backlog))
-                } catch {
-                    throw HandlerError(underlying: error)
-                }
+            var following = position
+            following.token = max(position.token, page.nextAfter)
+            if page.hasMore {
+                async let next = fetchPage(connection, following)
+                try await apply(page, handle: handle, backlogThrough: backlogThrough)
+                prefetched = await next
+            } else {
+                try await apply(page, handle: handle, backlogThrough: backlogThrough)
             }
-            position.token = max(position.token, page.nextAfter)
-            // The head may have moved on while paging; the next event says so.
+            position = following
+            // Without more, the head may still have moved on while paging; the next event says so.
             if !page.hasMore { break }
         }
         if let name = options.clientName {
             try await connection.acknowledge(client: name, token: position.token)
+        }
+    }
+
+    /// One page after the position, as a result (so that it can be fetched beside other work).
+    private func fetchPage(_ connection: QuakedConnection, _ position: QuakeCache.Position) async -> Result<
+        IOQuaked.FetchHistory.Reply, any Error
+    > {
+        do {
+            return .success(
+                try await connection.fetchHistory(
+                    storeId: position.storeId, after: position.token, limit: options.pageLimit,
+                    client: options.clientName))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Why history cannot continue from `position` (the cache starts over from a snapshot), or the
+    /// error itself when starting over would not help.
+    static func resetReason(_ error: any Error, _ position: QuakeCache.Position) throws -> String {
+        switch error as? IOQuaked.Failure {
+        case .tokenExpired: "history after token \(position.token) has been purged"
+        case .tokenAhead: "token \(position.token) is ahead of the store (restored from an older copy?)"
+        case .storeMismatch: "quaked now serves another store"
+        default: throw error
+        }
+    }
+
+    /// Applies a page's transactions to the cache, each in its own SQLite transaction, and reports
+    /// each one right after its commit.
+    private func apply(_ page: IOQuaked.FetchHistory.Reply, handle: @escaping Handler, backlogThrough: Int?)
+        async throws
+    {
+        for transaction in page.transactions {
+            guard let before = try cache.apply(transaction, storeId: page.storeId) else { continue }
+            let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
+            do {
+                try await handle(.applied(transaction, storeId: page.storeId, before: before, isBacklog: backlog))
+            } catch {
+                throw HandlerError(underlying: error)
+            }
         }
     }
 

@@ -123,6 +123,7 @@ extension QuakeStore {
                 transactions.append(header)
             }
             headers.reset()
+            visitor.beginPage(changeCount: changeCount)
             let changes = try RawStatement(
                 db,
                 sql: """
@@ -168,6 +169,8 @@ public struct StoredHistorySummary: Sendable, Hashable {
 
 /// Receives a history page row by row.
 public protocol StoredHistoryVisitor {
+    /// Before the first transaction: how many change rows the page holds.
+    mutating func beginPage(changeCount: Int)
     mutating func beginTransaction(_ header: StoredTransactionHeader)
     /// `row` reads SQLite's current row: use it before returning, never keep it.
     mutating func visitChange(_ row: StoredChangeRow)
@@ -236,6 +239,8 @@ public struct StoredChangeRow {
 /// Collects a visited page as values (``QuakeStore/storedHistory(after:limit:maxChanges:)``).
 struct StoredHistoryCollector: StoredHistoryVisitor {
     var transactions: [StoredTransaction] = []
+
+    mutating func beginPage(changeCount: Int) {}
 
     mutating func beginTransaction(_ h: StoredTransactionHeader) {
         transactions.append(

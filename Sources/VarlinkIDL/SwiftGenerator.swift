@@ -124,13 +124,13 @@ public struct SwiftGenerator {
                     out.line("var \(local(field)): \(field.type.isOptional ? type : type + "?") = nil")
                 }
                 out.line("try json.beginObject()")
-                out.line("while let key = try json.nextKey() {")
+                let hashes = fields.map { Self.keyHash($0.name) }
+                let byHash = Set(hashes).count == hashes.count
+                out.line(byHash ? "while let (key, hash) = try json.nextHashedKey() {" : "while let key = try json.nextKey() {")
                 out.indent { out in
                     // On the name's hash when the fields' hashes differ (they always have so far),
                     // with one comparison to confirm: not a comparison with every field's name.
-                    let hashes = fields.map { Self.keyHash($0.name) }
-                    let byHash = Set(hashes).count == hashes.count
-                    out.line(byHash ? "switch JSONScanner.keyHash(key) {" : "switch key {")
+                    out.line(byHash ? "switch hash {" : "switch key {")
                     for (bit, field) in fields.enumerated() {
                         let type = swiftType(field.type, field)
                         let read =

@@ -136,6 +136,11 @@ extension IOQuaked.FetchHistory {
             writer.beginArray()
         }
 
+        /// Room for the whole page at once (a change is about a kilobyte): no regrowth, no copies.
+        mutating func beginPage(changeCount: Int) {
+            writer.bytes.reserveCapacity(writer.bytes.count + changeCount * 1200 + 256)
+        }
+
         mutating func beginTransaction(_ t: StoredTransactionHeader) {
             writer.separator()
             writer.beginObject()

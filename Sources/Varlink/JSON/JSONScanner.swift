@@ -42,6 +42,23 @@ public struct JSONScanner: Sendable {
         }
     }
 
+    /// The next member's name and its ``keyHash(_:)``, positioned at its value; nil after the
+    /// closing `}`. The hash is taken from the bytes as they are scanned.
+    @inlinable public mutating func nextHashedKey() throws(VarlinkParameterError) -> (key: String, hash: UInt64)? {
+        let start = index
+        guard let key = try nextKey() else { return nil }
+        // The name's bytes sit between its quotes unless it had escapes (then hash the text).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var i = start
+        while i < index, bytes[i] != UInt8(ascii: "\"") { i += 1 }
+        let end = i + 1 + key.utf8.count
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            for byte in bytes[(i + 1)..<end] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            if !bytes[(i + 1)..<end].contains(UInt8(ascii: "\\")) { return (key, hash) }
+        }
+        return (key, Self.keyHash(key))
+    }
+
     /// The next member's name, positioned at its value; nil after the closing `}`.
     @inlinable public mutating func nextKey() throws(VarlinkParameterError) -> String? {
         skipSpace()
