@@ -237,8 +237,19 @@ public struct JSONScanner: Sendable {
         guard peekByte() == UInt8(ascii: "\"") else { throw wrongType("a string") }
         index += 1
         let start = index
-        // Fast path: no escapes.
-        while index < bytes.count {
+        // Fast path: no escapes. One pass over the raw buffer finds the closing quote, a
+        // backslash or a control character; the text is then checked and made in one go.
+        let stop = bytes.withUnsafeBufferPointer { buffer -> Int in
+            var i = start
+            while i < buffer.count {
+                let byte = buffer[i]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return i }
+                i += 1
+            }
+            return i
+        }
+        index = stop
+        if index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let end = index
@@ -247,9 +258,7 @@ public struct JSONScanner: Sendable {
                 else { throw malformed("a string that is not valid UTF-8") }
                 return text
             }
-            if byte == UInt8(ascii: "\\") { break }
-            guard byte >= 0x20 else { throw malformed("a control character in a string") }
-            index += 1
+            if byte < 0x20 { throw malformed("a control character in a string") }
         }
         var text = Array(bytes[start..<index])
         while index < bytes.count {
