@@ -32,29 +32,64 @@ public final class ChangeBroadcaster: Service, Sendable {
         case heartbeat
     }
 
-    /// One subscriber's slot: the newest change not yet taken, and when its next heartbeat is due.
-    /// Waiting costs no timer: the broadcaster's one ticker flags due heartbeats for everyone.
+    /// One subscriber: the newest change not yet sent, the newest head sent, and when its next
+    /// heartbeat is due.
+    ///
+    /// A change is written by the publisher itself, at once and without a task switch, when the
+    /// subscriber can take it (``VarlinkCallContext/trySend``: its socket keeps up and nothing else
+    /// is being written to it). Otherwise it waits in the one slot, replacing an older one, and the
+    /// subscriber's own task writes it, awaiting the socket: a slow reader gets the latest head,
+    /// never a queue. Waiting costs no timer: the broadcaster's one ticker flags due heartbeats.
+    /// Replies stay in order and their heads strictly increase: the publisher writes only while
+    /// the task is not writing, and only heads above the last one sent.
     final class Subscription: Sendable {
         private struct State {
             var pending: Change?
+            var lastSent: HistoryToken
             var heartbeatDue: ContinuousClock.Instant
             var heartbeatPending = false
+            /// The first reply (`subscribed`) has gone out: changes may follow.
+            var ready = false
+            /// The task is writing a reply.
+            var writing = false
         }
         private let state: Mutex<State>
         private let wakeup = Wakeup()
+        private let sendNow: (@Sendable (ByteBuffer) -> Bool)?
         let heartbeat: Duration
 
-        init(heartbeat: Duration) {
+        init(heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?) {
             self.heartbeat = heartbeat
-            self.state = Mutex(State(heartbeatDue: .now + heartbeat))
+            self.sendNow = sendNow
+            self.state = Mutex(State(lastSent: 0, heartbeatDue: .now + heartbeat))
+        }
+
+        /// The newest head sent (or announced in the first reply).
+        var lastSent: HistoryToken { state.withLock { $0.lastSent } }
+
+        /// The first reply, announcing `head`, has been written; later changes go out from now on.
+        func markReady(announced head: HistoryToken) {
+            let waiting = state.withLock { state in
+                state.ready = true
+                state.lastSent = max(state.lastSent, head)
+                return state.pending != nil
+            }
+            if waiting { wakeup.signal() }
         }
 
         fileprivate func offer(_ change: Change) {
-            state.withLock { state in
-                if let current = state.pending, current.head >= change.head { return }
+            let queued = state.withLock { state -> Bool in
+                guard change.head > state.lastSent else { return false }
+                if state.ready, !state.writing, state.pending == nil, let sendNow, sendNow(change.frame) {
+                    state.lastSent = change.head
+                    state.heartbeatDue = .now + heartbeat
+                    return false
+                }
+                if let current = state.pending, current.head >= change.head { return false }
                 state.pending = change
+                return true
             }
-            wakeup.signal()
+            if queued { wakeup.signal() }
         }
 
         /// Flags the heartbeat when it is due (called by the ticker).
@@ -67,7 +102,8 @@ public final class ChangeBroadcaster: Service, Sendable {
             if due { wakeup.signal() }
         }
 
-        /// The next event; nil when the task is cancelled.
+        /// The next reply to write; nil when the task is cancelled. Call ``finishedWriting()``
+        /// once it is written.
         func next() async -> Event? {
             while !Task.isCancelled {
                 if let event = take() { return event }
@@ -76,19 +112,31 @@ public final class ChangeBroadcaster: Service, Sendable {
             return nil
         }
 
+        func finishedWriting() {
+            let waiting = state.withLock { state in
+                state.writing = false
+                return state.pending != nil
+            }
+            if waiting { wakeup.signal() }
+        }
+
         private func take() -> Event? {
             state.withLock { state in
+                guard state.ready, !state.writing else { return nil }
                 let event: Event
-                if let change = state.pending {
+                if let change = state.pending, change.head > state.lastSent {
                     event = .change(change)
+                    state.lastSent = change.head
                 } else if state.heartbeatPending {
                     event = .heartbeat
                 } else {
+                    state.pending = nil
                     return nil
                 }
                 state.pending = nil
                 state.heartbeatPending = false
                 state.heartbeatDue = .now + heartbeat
+                state.writing = true
                 return event
             }
         }
@@ -156,9 +204,12 @@ public final class ChangeBroadcaster: Service, Sendable {
             continues: true))
     }
 
-    /// Runs `body` with a subscription that receives every publication while `body` runs.
-    func withSubscription<T>(heartbeat: Duration, _ body: (Subscription) async throws -> T) async rethrows -> T {
-        let subscription = Subscription(heartbeat: heartbeat)
+    /// Runs `body` with a subscription that receives every publication while `body` runs. Nothing
+    /// is sent before `body` calls ``Subscription/markReady(announced:)``.
+    func withSubscription<T>(
+        heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?, _ body: (Subscription) async throws -> T
+    ) async rethrows -> T {
+        let subscription = Subscription(heartbeat: heartbeat, sendNow: sendNow)
         let key = ObjectIdentifier(subscription)
         subscriptions.withLock { $0[key] = subscription }
         defer { _ = subscriptions.withLock { $0.removeValue(forKey: key) } }

@@ -69,22 +69,21 @@ public struct QuakedService: IOQuaked.Service {
         if let client = parameters.client { try Self.validate(client: client) }
         let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
         let storeID = store.storeID
-        try await broadcaster.withSubscription(heartbeat: heartbeat) { subscription in
+        try await broadcaster.withSubscription(heartbeat: heartbeat, sendNow: call.trySend) { subscription in
             // Registered before the head is read: nothing committed after this read is missed.
-            var lastSent = try store.head()
-            if let client = parameters.client { try await store.touch(client: client, token: lastSent) }
+            let announced = try store.head()
+            if let client = parameters.client { try await store.touch(client: client, token: announced) }
             // A subscriber that does not take its replies is dropped (the server's write timeout),
             // never queued for: the subscription holds only the latest head.
-            try await call.reply(frame: ChangeBroadcaster.frame(.subscribed, storeID: storeID, head: lastSent))
+            try await call.reply(frame: ChangeBroadcaster.frame(.subscribed, storeID: storeID, head: announced))
+            subscription.markReady(announced: announced)
             while let event = await subscription.next() {
+                defer { subscription.finishedWriting() }
                 switch event {
-                case .change(let change) where change.head > lastSent:
-                    lastSent = change.head
+                case .change(let change):
                     try await call.reply(frame: change.frame)
-                case .change:
-                    break  // already announced in the first reply
                 case .heartbeat:
-                    let head = max(lastSent, try store.head())
+                    let head = max(subscription.lastSent, try store.head())
                     try await call.reply(frame: ChangeBroadcaster.frame(.heartbeat, storeID: storeID, head: head))
                 }
             }

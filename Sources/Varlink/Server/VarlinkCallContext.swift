@@ -10,15 +10,24 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     /// Who called (SO_PEERCRED), if the transport knows.
     public let peer: PeerCredentials?
     let write: @Sendable (ByteBuffer) async throws -> Void
+    let sendNow: (@Sendable (ByteBuffer) -> Bool)?
 
     public init(
-        more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void
+        more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void,
+        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil
     ) {
         self.more = more
         self.oneway = oneway
         self.peer = peer
         self.write = write
+        self.sendNow = sendNow
     }
+
+    /// Sends a frame at once, without waiting, if the connection can take it now: nothing else is
+    /// being written to it and its outbound buffer is below NIO's high watermark. Returns false
+    /// otherwise (then reply the usual way). For fan-out: one writer can serve many subscribers
+    /// without a task switch each, and a client that reads slowly is never queued for.
+    public var trySend: (@Sendable (ByteBuffer) -> Bool)? { oneway ? nil : sendNow }
 
     /// Sends a reply. `continues` is only for calls made with `more`: asking for it otherwise is a
     /// programming error (the reply goes out as the last one).
@@ -53,6 +62,7 @@ public struct VarlinkRequest: Sendable {
     public let call: VarlinkCall
     public let peer: PeerCredentials?
     let write: @Sendable (ByteBuffer) async throws -> Void
+    let sendNow: (@Sendable (ByteBuffer) -> Bool)?
 
     /// The parameters, decoded strictly (an error names the field: InvalidParameter).
     public func parameters<P: VarlinkValue>(_ type: P.Type) throws(VarlinkParameterError) -> P {
@@ -60,7 +70,7 @@ public struct VarlinkRequest: Sendable {
     }
 
     public func context<R: VarlinkValue>() -> VarlinkCallContext<R> {
-        VarlinkCallContext(more: call.more, oneway: call.oneway, peer: peer, write: write)
+        VarlinkCallContext(more: call.more, oneway: call.oneway, peer: peer, write: write, sendNow: sendNow)
     }
 }
 

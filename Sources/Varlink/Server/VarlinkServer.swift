@@ -86,6 +86,9 @@ public final class VarlinkServer: Sendable {
         func begin() { started.withLock { $0 = .now } }
         func end() { started.withLock { $0 = nil } }
 
+        /// Whether a write is waiting now.
+        var isBusy: Bool { started.withLock { $0 != nil } }
+
         /// Whether a write has been waiting since before `deadline`.
         func isStalled(before deadline: ContinuousClock.Instant) -> Bool {
             started.withLock { $0.map { $0 < deadline } ?? false }
@@ -169,13 +172,23 @@ public final class VarlinkServer: Sendable {
             let key = ObjectIdentifier(watch)
             writes.withLock { $0[key] = watch }
             defer { _ = writes.withLock { $0.removeValue(forKey: key) } }
-            try await connection.channel.executeThenClose { inbound, outbound in
-                // The sweeper closes the channel under a write that takes too long; the write
-                // then throws.
+            let channel = connection.channel.channel
+            try await connection.channel.executeThenClose { inbound, _ in
+                // Replies go to the channel itself, one at a time, each awaited until the kernel
+                // took it: cheaper than NIOAsyncChannel's writer when one notification goes to
+                // thousands of subscribers, and still never more than one reply buffered per
+                // client. The sweeper closes the channel under a write that takes too long; the
+                // write then throws.
                 let write: @Sendable (ByteBuffer) async throws -> Void = { frame in
                     watch.begin()
                     defer { watch.end() }
-                    try await outbound.write(frame)
+                    try await channel.writeAndFlush(frame).get()
+                }
+                // Without waiting: only while nothing else is written and the socket keeps up.
+                let sendNow: @Sendable (ByteBuffer) -> Bool = { frame in
+                    guard channel.isWritable, !watch.isBusy else { return false }
+                    channel.writeAndFlush(frame, promise: nil)
+                    return true
                 }
                 guard admitted else {
                     try await write(ByteBuffer(bytes: limitReplies.tooManyConnections(limits.maxConnections)))
@@ -184,7 +197,8 @@ public final class VarlinkServer: Sendable {
                 // Oversized and never-ending messages never get here: MessageLimitsHandler answers
                 // and closes first.
                 for try await frame in inbound {
-                    let keepOpen = try await handle(Array(frame.readableBytesView), peer: connection.peer, write: write)
+                    let keepOpen = try await handle(
+                        Array(frame.readableBytesView), peer: connection.peer, write: write, sendNow: sendNow)
                     if !keepOpen { return }
                 }
             }
@@ -194,9 +208,10 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Handles one message; returns false when the connection must close.
-    func handle(_ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void)
-        async throws -> Bool
-    {
+    func handle(
+        _ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void,
+        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil
+    ) async throws -> Bool {
         let reply = { (bytes: [UInt8]) in ByteBuffer(bytes: bytes) }
         let call: VarlinkCall
         do {
@@ -217,7 +232,8 @@ public final class VarlinkServer: Sendable {
             guard let interface = interfaces[call.interface] else {
                 throw OrgVarlinkService.InterfaceNotFound(interface: call.interface)
             }
-            guard try await interface.handle(call.member, VarlinkRequest(call: call, peer: peer, write: respond)) else {
+            let request = VarlinkRequest(call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow)
+            guard try await interface.handle(call.member, request) else {
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
         } catch let error as VarlinkParameterError {
