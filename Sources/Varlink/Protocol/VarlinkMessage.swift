@@ -111,31 +111,16 @@ public struct VarlinkReply: Sendable, Hashable {
     /// Parses one reply message. Strict like calls: unknown members are refused, `continues` never
     /// comes with an error.
     public init(parsing frame: [UInt8]) throws(VarlinkParameterError) {
-        var json = JSONScanner(frame)
-        var parameters: [UInt8]?
-        var continues: Bool?
-        var error: String?
-        var seen: UInt64 = 0
-        try json.beginObject()
-        while let key = try json.nextKey() {
-            switch key {
-            case "parameters":
-                guard seen & 1 == 0 else { throw VarlinkParameterError(path: ["parameters"], .duplicate) }
-                seen |= 1
-                if try json.readNull() { continue }
-                var probe = json
-                try probe.beginObject()
-                parameters = Array(json.slice(try json.skipValue()))
-            case "continues": continues = try json.field("continues", seen: &seen, bit: 2)
-            case "error": error = try json.field("error", seen: &seen, bit: 4)
-            default: throw VarlinkParameterError(path: [key], .unknownField)
-            }
+        let (result, continues) = try Self.decode(JSONObjectText.self, frame: frame)
+        switch result {
+        case .success(let object):
+            self.parameters = object.bytes
+            self.error = nil
+        case .failure(let error):
+            self.parameters = error.parameters
+            self.error = error.name
         }
-        try json.finish()
-        if error != nil && continues == true { throw VarlinkParameterError(path: ["continues"], .unknownField) }
-        self.parameters = parameters ?? Array("{}".utf8)
-        self.continues = continues ?? false
-        self.error = error
+        self.continues = continues
     }
 
     /// A reply decoded in one pass: the parameters straight into `R` (not first checked, copied and
@@ -251,4 +236,17 @@ public protocol VarlinkMethod {
 public protocol VarlinkError: Error, VarlinkValue {
     /// The fully qualified name, e.g. `io.quaked.NoSuchQuake`.
     static var name: String { get }
+}
+
+/// Any JSON object, kept as its text (checked, not decoded).
+struct JSONObjectText: VarlinkValue {
+    var bytes: [UInt8]
+
+    init(json: inout JSONScanner) throws(VarlinkParameterError) {
+        var probe = json
+        try probe.beginObject()
+        bytes = Array(json.slice(try json.skipValue()))
+    }
+
+    func write(to writer: inout JSONWriter) { writer.raw(bytes) }
 }
