@@ -56,11 +56,14 @@ public final class ChangeBroadcaster: Service, Sendable {
         private let state: Mutex<State>
         private let wakeup = Wakeup()
         private let sendNow: (@Sendable (ByteBuffer) -> Bool)?
+        /// The connection's event loop: the publisher offers changes from it.
+        let eventLoop: (any EventLoop)?
         let heartbeat: Duration
 
-        init(heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?) {
+        init(heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?, eventLoop: (any EventLoop)?) {
             self.heartbeat = heartbeat
             self.sendNow = sendNow
+            self.eventLoop = eventLoop
             self.state = Mutex(State(lastSent: 0, heartbeatDue: .now + heartbeat))
         }
 
@@ -185,12 +188,22 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// The number of subscribers.
     public var count: Int { subscriptions.withLock { $0.count } }
 
-    /// Announces a committed transaction to every subscriber.
+    /// Announces a committed transaction to every subscriber. Subscribers are offered the change
+    /// from their connection's event loop, one task per loop: a write then needs no hop from
+    /// thread to thread, and the loops write in parallel.
     func publish(head: HistoryToken, author: HistoryAuthor?) {
         let change = Change(
             head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
+        var byLoop: [ObjectIdentifier: (loop: any EventLoop, subscriptions: [Subscription])] = [:]
         for subscription in subscriptions.withLock({ Array($0.values) }) {
-            subscription.offer(change)
+            guard let loop = subscription.eventLoop else {
+                subscription.offer(change)
+                continue
+            }
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].subscriptions.append(subscription)
+        }
+        for (loop, subscriptions) in byLoop.values {
+            loop.execute { for subscription in subscriptions { subscription.offer(change) } }
         }
     }
 
@@ -207,9 +220,10 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// Runs `body` with a subscription that receives every publication while `body` runs. Nothing
     /// is sent before `body` calls ``Subscription/markReady(announced:)``.
     func withSubscription<T>(
-        heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?, _ body: (Subscription) async throws -> T
+        heartbeat: Duration, sendNow: (@Sendable (ByteBuffer) -> Bool)?, eventLoop: (any EventLoop)?,
+        _ body: (Subscription) async throws -> T
     ) async rethrows -> T {
-        let subscription = Subscription(heartbeat: heartbeat, sendNow: sendNow)
+        let subscription = Subscription(heartbeat: heartbeat, sendNow: sendNow, eventLoop: eventLoop)
         let key = ObjectIdentifier(subscription)
         subscriptions.withLock { $0[key] = subscription }
         defer { _ = subscriptions.withLock { $0.removeValue(forKey: key) } }

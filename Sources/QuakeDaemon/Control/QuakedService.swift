@@ -69,7 +69,8 @@ public struct QuakedService: IOQuaked.Service {
         if let client = parameters.client { try Self.validate(client: client) }
         let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
         let storeID = store.storeID
-        try await broadcaster.withSubscription(heartbeat: heartbeat, sendNow: call.trySend) { subscription in
+        try await broadcaster.withSubscription(heartbeat: heartbeat, sendNow: call.trySend, eventLoop: call.eventLoop) {
+            subscription in
             // Registered before the head is read: nothing committed after this read is missed.
             let announced = try store.head()
             if let client = parameters.client { try await store.touch(client: client, token: announced) }

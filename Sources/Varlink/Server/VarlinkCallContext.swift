@@ -11,16 +11,19 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     public let peer: PeerCredentials?
     let write: @Sendable (ByteBuffer) async throws -> Void
     let sendNow: (@Sendable (ByteBuffer) -> Bool)?
+    /// The event loop of the connection, when there is one: ``trySend`` costs least from it.
+    public let eventLoop: (any EventLoop)?
 
     public init(
         more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void,
-        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil
+        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil, eventLoop: (any EventLoop)? = nil
     ) {
         self.more = more
         self.oneway = oneway
         self.peer = peer
         self.write = write
         self.sendNow = sendNow
+        self.eventLoop = eventLoop
     }
 
     /// Sends a frame at once, without waiting, if the connection can take it now: nothing else is
@@ -63,6 +66,7 @@ public struct VarlinkRequest: Sendable {
     public let peer: PeerCredentials?
     let write: @Sendable (ByteBuffer) async throws -> Void
     let sendNow: (@Sendable (ByteBuffer) -> Bool)?
+    let eventLoop: (any EventLoop)?
 
     /// The parameters, decoded strictly (an error names the field: InvalidParameter).
     public func parameters<P: VarlinkValue>(_ type: P.Type) throws(VarlinkParameterError) -> P {
@@ -70,7 +74,8 @@ public struct VarlinkRequest: Sendable {
     }
 
     public func context<R: VarlinkValue>() -> VarlinkCallContext<R> {
-        VarlinkCallContext(more: call.more, oneway: call.oneway, peer: peer, write: write, sendNow: sendNow)
+        VarlinkCallContext(
+            more: call.more, oneway: call.oneway, peer: peer, write: write, sendNow: sendNow, eventLoop: eventLoop)
     }
 }
 

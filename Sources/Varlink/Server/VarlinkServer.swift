@@ -198,7 +198,8 @@ public final class VarlinkServer: Sendable {
                 // and closes first.
                 for try await frame in inbound {
                     let keepOpen = try await handle(
-                        Array(frame.readableBytesView), peer: connection.peer, write: write, sendNow: sendNow)
+                        Array(frame.readableBytesView), peer: connection.peer, write: write, sendNow: sendNow,
+                        eventLoop: channel.eventLoop)
                     if !keepOpen { return }
                 }
             }
@@ -210,7 +211,7 @@ public final class VarlinkServer: Sendable {
     /// Handles one message; returns false when the connection must close.
     func handle(
         _ frame: [UInt8], peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void,
-        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil
+        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil, eventLoop: (any EventLoop)? = nil
     ) async throws -> Bool {
         let reply = { (bytes: [UInt8]) in ByteBuffer(bytes: bytes) }
         let call: VarlinkCall
@@ -232,7 +233,8 @@ public final class VarlinkServer: Sendable {
             guard let interface = interfaces[call.interface] else {
                 throw OrgVarlinkService.InterfaceNotFound(interface: call.interface)
             }
-            let request = VarlinkRequest(call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow)
+            let request = VarlinkRequest(
+                call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow, eventLoop: eventLoop)
             guard try await interface.handle(call.member, request) else {
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
