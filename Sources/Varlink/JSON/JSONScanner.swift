@@ -36,10 +36,6 @@ public struct JSONScanner: Sendable {
         guard peekByte() == UInt8(ascii: "{") else { throw wrongType("an object") }
         try enter()
         index += 1
-        skipSpace()
-        if peekByte() == UInt8(ascii: "}") {
-            // Marks the empty object for nextKey (which then sees "}" straight away).
-        }
     }
 
     /// The next member's name and its ``keyHash(_:)``, positioned at its value; nil after the
