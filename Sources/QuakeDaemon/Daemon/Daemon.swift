@@ -16,6 +16,12 @@ public enum Daemon {
     {
         let notifier = SystemdNotifier()
         raiseFileDescriptorLimit()
+        // Signals are trapped first, before the socket exists: a stop or reload asked for while
+        // quaked starts (a client may already see the socket) must not meet the default action,
+        // ending the process on the spot. They wait until the group runs: SIGTERM and SIGINT then
+        // start its graceful shutdown (see below), SIGHUP reloads.
+        let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
         defer { try? store.close() }
         let activated = SocketActivation.listenFileDescriptors().first
@@ -46,11 +52,6 @@ public enum Daemon {
                 store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, logger: logger),
             limits: configuration.serverLimits, logger: logger)
 
-        // Signals are trapped before READY=1 goes out: a stop or reload asked for right after
-        // start must not meet the default action (ending the process on the spot). SIGTERM and
-        // SIGINT start the group's graceful shutdown (see below), SIGHUP reloads.
-        let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),
             .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),

@@ -57,8 +57,13 @@ public final class VarlinkServer: Sendable {
     }
 
     /// An accepted connection and who is on the other end.
+    ///
+    /// Replies are written to the channel itself (see ``serve(_:)-(Connection)``), so the async
+    /// wrapper has no outbound writer (`Never`): one it had would have to be finished, and a
+    /// connection accepted but never served (still queued when the server shuts down) would stop
+    /// the process ("Deinited NIOAsyncWriter without calling finish()").
     public struct Connection: Sendable {
-        public var channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        public var channel: NIOAsyncChannel<ByteBuffer, Never>
         /// From SO_PEERCRED at accept time; nil only if the kernel would not say.
         public var peer: PeerCredentials?
     }
@@ -123,7 +128,7 @@ public final class VarlinkServer: Sendable {
             try channel.pipeline.syncOperations.addHandler(
                 ByteToMessageHandler(NULFrameDecoder(maxMessageSize: limits.maxMessageSize + 1)))
             return Connection(
-                channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
+                channel: try NIOAsyncChannel<ByteBuffer, Never>(wrappingChannelSynchronously: channel), peer: peer)
         }
     }
 
