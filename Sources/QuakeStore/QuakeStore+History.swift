@@ -3,45 +3,6 @@ import GRDB
 import GRDBSQLite
 import QuakeFeed
 
-/// One change row as stored: its JSON columns kept as their text, so that a server can send
-/// them on as they are (they are stored in the interface's form), and the quake as stored now.
-public struct StoredChange: Sendable, Hashable {
-    public var quakeId: String
-    public var kind: ChangeKind
-    /// Update: the JSON array of FieldChange objects.
-    public var fieldsJSON: String?
-    /// Delete: the JSON Tombstone object.
-    public var tombstoneJSON: String?
-    public var reason: DeleteReason?
-    public var supersededBy: String?
-    /// Insert and update: the quake as stored now; nil when a later transaction removed it.
-    public var quake: FeedFeature?
-}
-
-/// One history transaction with its stored change rows.
-public struct StoredTransaction: Sendable, Hashable {
-    public var token: HistoryToken
-    public var author: HistoryAuthor
-    public var timestamp: Int64
-    public var source: String?
-    public var inserted: Int
-    public var updated: Int
-    public var deleted: Int
-    public var changes: [StoredChange]
-}
-
-/// A page of history after a token, as stored (see ``QuakeStore/storedHistory(after:limit:maxChanges:)``).
-public struct StoredHistoryPage: Sendable, Hashable {
-    public var storeID: String
-    public var transactions: [StoredTransaction]
-    /// The newest token when the page was read.
-    public var head: HistoryToken
-    /// History after any token from this one to `head` is complete.
-    public var oldest: HistoryToken
-    public var hasMore: Bool
-    public var nextAfter: HistoryToken
-}
-
 extension QuakeStore {
     /// History after `token`, oldest first: at most `limit` transactions, each with its changes
     /// and, for inserts and updates, the quake as stored now.
@@ -52,35 +13,12 @@ extension QuakeStore {
     /// `maxChanges` bounds a page's size: transactions are added while the changes so far stay
     /// under it, but the first transaction is always returned whole.
     public func history(after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max) throws -> HistoryPage {
-        let page = try storedHistory(after: token, limit: limit, maxChanges: maxChanges)
-        let decoder = JSONDecoder()
-        return HistoryPage(
-            storeID: page.storeID,
-            transactions: try page.transactions.map { t in
-                HistoryTransaction(
-                    token: t.token, author: t.author, timestamp: t.timestamp, source: t.source, inserted: t.inserted,
-                    updated: t.updated, deleted: t.deleted,
-                    changes: try t.changes.map { c in
-                        HistoryChange(
-                            quakeId: c.quakeId, kind: c.kind,
-                            fields: try c.fieldsJSON.map { try decoder.decode([FieldChange].self, from: Data($0.utf8)) },
-                            tombstone: try c.tombstoneJSON.map {
-                                try decoder.decode(Tombstone.self, from: Data($0.utf8))
-                            },
-                            reason: c.reason, supersededBy: c.supersededBy, quake: c.quake)
-                    })
-            }, head: page.head, hasMore: page.hasMore, nextAfter: page.nextAfter)
-    }
-
-    /// ``history(after:limit:maxChanges:)`` with each change's JSON columns as stored.
-    public func storedHistory(after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max) throws
-        -> StoredHistoryPage
-    {
-        var collector = StoredHistoryCollector()
+        var collector = HistoryCollector()
         let summary = try visitHistory(after: token, limit: limit, maxChanges: maxChanges, &collector)
-        return StoredHistoryPage(
+        if let failure = collector.failure { throw failure }
+        return HistoryPage(
             storeID: summary.storeID, transactions: collector.transactions, head: summary.head,
-            oldest: summary.oldest, hasMore: summary.hasMore, nextAfter: summary.nextAfter)
+            hasMore: summary.hasMore, nextAfter: summary.nextAfter)
     }
 
     /// The fast path for serving history: the same page as ``history(after:limit:maxChanges:)``,
@@ -236,26 +174,34 @@ public struct StoredChangeRow {
     }
 }
 
-/// Collects a visited page as values (``QuakeStore/storedHistory(after:limit:maxChanges:)``).
-struct StoredHistoryCollector: StoredHistoryVisitor {
-    var transactions: [StoredTransaction] = []
+/// Collects a visited page as decoded values (``QuakeStore/history(after:limit:maxChanges:)``).
+struct HistoryCollector: StoredHistoryVisitor {
+    var transactions: [HistoryTransaction] = []
+    /// The first stored JSON that did not decode (visitors cannot throw).
+    var failure: (any Error)?
+    private let decoder = JSONDecoder()
 
     mutating func beginPage(changeCount: Int) {}
 
     mutating func beginTransaction(_ h: StoredTransactionHeader) {
         transactions.append(
-            StoredTransaction(
+            HistoryTransaction(
                 token: h.token, author: h.author, timestamp: h.timestamp, source: h.source, inserted: h.inserted,
                 updated: h.updated, deleted: h.deleted, changes: []))
     }
 
     mutating func visitChange(_ row: StoredChangeRow) {
-        func string(_ bytes: UnsafeRawBufferPointer?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
-        transactions[transactions.count - 1].changes.append(
-            StoredChange(
-                quakeId: String(decoding: row.quakeID, as: UTF8.self), kind: row.kind, fieldsJSON: string(row.fieldsJSON),
-                tombstoneJSON: string(row.tombstoneJSON), reason: row.reason, supersededBy: string(row.supersededBy),
-                quake: row.quake))
+        do {
+            transactions[transactions.count - 1].changes.append(
+                HistoryChange(
+                    quakeId: String(decoding: row.quakeID, as: UTF8.self), kind: row.kind,
+                    fields: try row.fieldsJSON.map { try decoder.decode([FieldChange].self, from: Data($0)) },
+                    tombstone: try row.tombstoneJSON.map { try decoder.decode(Tombstone.self, from: Data($0)) },
+                    reason: row.reason, supersededBy: row.supersededBy.map { String(decoding: $0, as: UTF8.self) },
+                    quake: row.quake))
+        } catch {
+            if failure == nil { failure = error }
+        }
     }
 
     mutating func endTransaction() {}

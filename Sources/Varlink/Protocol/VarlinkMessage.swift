@@ -186,17 +186,6 @@ public struct VarlinkReply: Sendable, Hashable {
         writer.bytes += [UInt8(ascii: "}"), 0]
     }
 
-    /// A reply frame (NUL-terminated) around parameters already encoded as a JSON object.
-    public static func frame(parameters: some Collection<UInt8>, continues: Bool = false) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(parameters.count + 40)
-        bytes += #"{"parameters":"#.utf8
-        bytes += parameters
-        if continues { bytes += #","continues":true"#.utf8 }
-        bytes += [UInt8(ascii: "}"), 0]
-        return bytes
-    }
-
     /// A reply frame for a value.
     public static func frame(_ value: some VarlinkValue, continues: Bool = false) -> [UInt8] {
         var writer = JSONWriter(capacity: 512)

@@ -40,13 +40,6 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
         try await write(ByteBuffer(bytes: VarlinkReply.frame(reply, continues: continues && more)))
     }
 
-    /// Sends a reply whose parameters are already encoded as the JSON text of `Reply`: for
-    /// replies built straight from stored bytes, without a round trip through values.
-    public func reply(encodedParameters: some Collection<UInt8>, continues: Bool = false) async throws {
-        guard !oneway else { return }
-        try await write(ByteBuffer(bytes: VarlinkReply.frame(parameters: encodedParameters, continues: continues && more)))
-    }
-
     /// Sends a frame encoded once for many callers (a notification to every subscriber): the
     /// buffer is shared, not copied.
     public func reply(frame: ByteBuffer) async throws {
