@@ -150,7 +150,9 @@ extension JSONReader {
         if let invalid { return .skipped(.invalidField, detail: invalid) }
         f.id = id
         f.time = time
-        f.hasAliases = arena.withUnsafeBytes { FeedFeature.idsListOthers(FeatureRecord.bytes(f.ids, in: $0)) }
+        f.hasAliases = arena.withUnsafeBytes {
+            FeedFeature.idsListOthers(FeatureRecord.bytes(f.ids, in: $0), id: FeatureRecord.bytes(f.id, in: $0))
+        }
         return .record(f)
     }
 
@@ -364,7 +366,7 @@ extension JSONReader {
 extension JSONReader {
     /// Validates one element of `features` (at `i`, after whitespace) without decoding it, and
     /// reads what finding its stored row takes: the `id` (when a non-empty string; the last one
-    /// if repeated, as `feature` decodes it) and whether `properties.ids` may list other ids.
+    /// if repeated, as `feature` decodes it) and whether `properties.ids` lists other ids.
     mutating func featureIdentity(depth: Int) throws(ReadStop) -> (id: String?, hasAliases: Bool) {
         guard try nextNonWS() == UInt8(ascii: "{") else {
             try skipValue(depth: depth)
@@ -373,7 +375,7 @@ extension JSONReader {
         try enter(depth)
         i &+= 1
         var id: String?
-        var hasAliases = false
+        var ids: (start: Int, end: Int, escaped: Bool)?
         if try nextNonWS() == UInt8(ascii: "}") {
             i &+= 1
             return (nil, false)
@@ -389,7 +391,7 @@ extension JSONReader {
                     try skipValue(depth: depth + 1)
                 }
             case Key.properties:
-                hasAliases = false
+                ids = nil
                 guard try nextNonWS() == UInt8(ascii: "{") else {
                     try skipValue(depth: depth + 1)
                     continue
@@ -405,16 +407,22 @@ extension JSONReader {
                         try skipValue(depth: depth + 2)
                         continue
                     }
-                    let s = try scanString()
-                    hasAliases =
-                        s.escaped
-                        ? FeedFeature.idsListOthers(string(s))
-                        : FeedFeature.idsListOthers(UnsafeRawBufferPointer(start: p + s.start, count: s.end - s.start))
+                    ids = try scanString()
                 } while try !endOfObject()
             default:
                 try skipValue(depth: depth + 1)
             }
         } while try !endOfObject()
+        // At the end: `id` usually follows `properties`.
+        guard let ids, let id else { return (id, false) }
+        let hasAliases =
+            ids.escaped
+            ? FeedFeature.idsListOthers(string(ids), id: id)
+            : id.utf8.withContiguousStorageIfAvailable {
+                FeedFeature.idsListOthers(
+                    UnsafeRawBufferPointer(start: p + ids.start, count: ids.end - ids.start),
+                    id: UnsafeRawBufferPointer($0))
+            } ?? FeedFeature.idsListOthers(string(ids), id: id)
         return (id, hasAliases)
     }
 }

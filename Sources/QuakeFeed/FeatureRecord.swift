@@ -42,7 +42,7 @@ public struct FeatureRecord: Sendable {
     public var lon: Double?
     public var lat: Double?
     public var depth: Double?
-    /// Whether `ids` may list other ids than the feature's own (``FeedFeature/idsListOthers(_:)``).
+    /// Whether `ids` lists other ids than the feature's own (``FeedFeature/idsListOthers(_:id:)``).
     public var hasAliases = false
 
     public init() {}
@@ -85,7 +85,7 @@ public struct FeatureRecord: Sendable {
         lon = feature.lon
         lat = feature.lat
         depth = feature.depth
-        hasAliases = FeedFeature.idsListOthers(feature.ids)
+        hasAliases = FeedFeature.idsListOthers(feature.ids, id: feature.id)
     }
 
     /// The bytes of `span` in `arena` (empty for null).

@@ -52,18 +52,40 @@ public struct FeedFeature: Sendable, Hashable, Codable {
         self.time = time
     }
 
-    /// Whether an `ids` list (UTF-8, like ",us7000abcd,ak0001,") may name other ids than the
-    /// feature's own: a comma anywhere but first and last. Most features list only themselves;
-    /// for them this is `false` without splitting the list. The one rule the parser, the records
-    /// and the import share.
-    public static func idsListOthers(_ ids: UnsafeRawBufferPointer) -> Bool {
-        ids.count > 2 && memchr(ids.baseAddress! + 1, Int32(UInt8(ascii: ",")), ids.count - 2) != nil
+    /// Whether an `ids` list (UTF-8, like ",us7000abcd,ak0001,") names any id other than `id`,
+    /// the feature's own: some non-empty entry differs from it. Most features list only
+    /// themselves (",us7000abcd,"); for them this is one comparison. The one rule the parser,
+    /// the records and the import share.
+    public static func idsListOthers(_ ids: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) -> Bool {
+        let comma = UInt8(ascii: ",")
+        var start = 0
+        while start < ids.count {
+            var end = start
+            while end < ids.count && ids[end] != comma { end += 1 }
+            if end > start && !equal(UnsafeRawBufferPointer(rebasing: ids[start..<end]), id) { return true }
+            start = end + 1
+        }
+        return false
     }
 
-    /// ``idsListOthers(_:)`` for a string (`false` for nil).
-    public static func idsListOthers(_ ids: String?) -> Bool {
+    private static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+    }
+
+    /// ``idsListOthers(_:id:)`` for strings (`false` for nil).
+    public static func idsListOthers(_ ids: String?, id: String) -> Bool {
         guard var ids else { return false }
-        return ids.withUTF8 { idsListOthers(UnsafeRawBufferPointer($0)) }
+        var id = id
+        return ids.withUTF8 { ids in
+            id.withUTF8 { idsListOthers(UnsafeRawBufferPointer(ids), id: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// The other ids `ids` lists: every entry but the feature's own, once each, in feed order.
+    /// Each is an id the same event was (or is also) known by.
+    public var otherIDs: [String] {
+        var seen: Set<String> = [id]
+        return aliasIDs.filter { seen.insert($0).inserted }
     }
 
     /// The ids listed in `ids`, without empty entries, in feed order.

@@ -11,9 +11,21 @@ import QuakeFeed
 /// - stored and some field differs: overwritten whole, history records the changed fields;
 /// - stored and identical: `unchanged`, nothing written;
 /// - not stored: inserted.
-/// Before that, every other id the feature lists in `ids` that is stored as its own row is the same
-/// event under its previous preferred id: that row is deleted as `superseded` (unless it is newer
-/// than the incoming feature, which makes the feature stale).
+///
+/// Aliases. An event keeps the ids it was known by in `ids`, and the alias index (`quakeAliases`)
+/// maps each of those other ids to the stored rows that list it. A feature is the same event as
+/// a stored row under another id when one names the other: the feature lists the row's id (the
+/// row is the event under its previous preferred id), or the row lists the feature's id (the
+/// feature is a copy of the event under an id it had before, as a lagging feed sends it). Against
+/// each such row, the feature wins (``supersedes(_:_:)``) when its `updated` is newer, or, with
+/// equal or missing `updated`, when it names the row and the row does not name it. If it loses to
+/// any of them, it is `stale` and nothing changes; otherwise each of them is deleted as
+/// `superseded` (by the feature's id) before the feature is stored.
+///
+/// Features that only share a third id, neither naming the other, stay separate events: real
+/// feeds carry two quakes hours apart that both list one tsunami-centre id. So when one document
+/// carries Y (",Y,X,") and Z (",Z,X,") and X is stored, whichever comes first supersedes X (if
+/// newer), and the other is stored beside it, as its own event.
 struct FeedImport {
     private let db: Database
     private var recorder: HistoryRecorder
@@ -28,6 +40,9 @@ struct FeedImport {
     private let deferredIndexes: [String]
     private let setHash: RawStatement
     private let selectHash: RawStatement
+    private let selectAliasOwner: RawStatement
+    private let insertAlias: RawStatement
+    private let deleteAliases: RawStatement
 
     init(db: Database, report: ImportReport, now: Date, commitSignal: CommitSignal) throws {
         self.db = db
@@ -46,10 +61,14 @@ struct FeedImport {
         // OR IGNORE: a statement that cannot abort halfway needs no statement journal (a copy of
         // every page it touches). Only called when the id is not stored, so nothing is ignored
         // but a CHECK failure, which `insertRow` turns back into an error.
+        // Nor is a row inserted under an id the alias index gives to a stored row: that is the
+        // stored row's event, which the long way (`apply(_:hash:)`) judges.
         insert = try RawStatement(
             db,
-            sql:
-                "INSERT OR IGNORE INTO quakes (\(QuakeColumns.list), feedHash) VALUES (\(QuakeColumns.placeholders), ?)"
+            sql: """
+                INSERT OR IGNORE INTO quakes (\(QuakeColumns.list), feedHash)
+                SELECT \(QuakeColumns.placeholders), ? WHERE NOT EXISTS (SELECT 1 FROM quakeAliases WHERE alias = ?1)
+                """
         )
         // Parameters in column order, `id` first, so one bind function serves insert and update.
         update = try RawStatement(
@@ -57,6 +76,9 @@ struct FeedImport {
         delete = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
         setHash = try RawStatement(db, sql: "UPDATE quakes SET feedHash = ? WHERE id = ?")
         selectHash = try RawStatement(db, sql: "SELECT feedHash FROM quakes WHERE id = ?")
+        selectAliasOwner = try RawStatement(db, sql: "SELECT quakeId FROM quakeAliases WHERE alias = ?")
+        insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
+        deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
     }
 
     /// Applies the parsed document from `pipe` (parsed on the producer's side). Throws ``ImportError``.
@@ -104,7 +126,13 @@ struct FeedImport {
         report.features = featureCount
         report.bytes = bytesConsumed
         for sql in deferredIndexes { try db.execute(sql: sql) }
-        report.token = try recorder.finish()
+        let committed = try recorder.finish()
+        // What the transaction holds, not what was done on the way (an insert that a later
+        // feature superseded, an update undone by a duplicate, cancel out).
+        report.token = committed.token
+        report.inserted = committed.inserted
+        report.updated = committed.updated
+        report.superseded = committed.superseded
         return report
     }
 
@@ -205,23 +233,24 @@ struct FeedImport {
     /// a conflict on insert): look the row up, compare, and insert, update or skip. Returns `true`
     /// when the stored row was written from the same bytes.
     private mutating func apply(_ incoming: FeedFeature, hash: UInt64) throws -> Bool {
-        let hasAliases = Self.hasAliases(incoming)
+        let others = incoming.otherIDs
         let stored: FeedFeature?
         var sameValues = false
         select.reset()
         select.bind(1, incoming.id)
         if try select.step() {
             defer { select.reset() }  // no statement stays mid-step across the commit
-            if !hasAliases, select.int64(30).map({ UInt64(bitPattern: $0) }) == hash {
+            if others.isEmpty, select.int64(30).map({ UInt64(bitPattern: $0) }) == hash {
                 return countUnchangedByHash()
             }
             // Checked in place without decoding the row.
-            sameValues = !hasAliases && QuakeColumns.storedRowMatches(incoming, select)
+            sameValues = others.isEmpty && QuakeColumns.storedRowMatches(incoming, select)
             stored = sameValues ? nil : QuakeColumns.feature(from: select)
         } else {
             stored = nil
         }
         if sameValues {
+            // Stored under its own id, so no other row claims that id (the alias index).
             report.unchanged += 1
             try recordHash(hash, of: incoming.id)
             return false
@@ -230,16 +259,18 @@ struct FeedImport {
             report.stale += 1
             return false
         }
-        let aliases = try storedAliases(of: incoming)
-        if aliases.contains(where: { Self.isOlder(incoming, than: $0) }) {
+        let rivals = try sameEvent(as: incoming, others: others)
+        if rivals.contains(where: { !Self.supersedes(incoming, $0) }) {
             report.stale += 1
             return false
         }
-        for alias in aliases {
+        for rival in rivals {
+            // Recorded first: the recorder reads what it needs of the row before it goes.
+            try recorder.recordDelete(
+                Self.tombstone(of: rival), reason: .superseded, supersededBy: incoming.id, row: rival)
             delete.reset()
-            delete.bind(1, alias.id)
-            try delete.step()
-            try recorder.recordDelete(Self.tombstone(of: alias), reason: .superseded, supersededBy: incoming.id)
+            delete.bind(1, rival.id)
+            try delete.step()  // the trigger takes its aliases out of the index
             report.superseded += 1
         }
         guard let stored else {
@@ -249,6 +280,7 @@ struct FeedImport {
                 throw DatabaseError(
                     resultCode: .SQLITE_CONSTRAINT, message: "quake \(incoming.id) violates a constraint of quakes")
             }
+            try index(others, of: incoming.id)
             try recorder.recordInsert(id: incoming.id)
             report.inserted += 1
             return false
@@ -256,19 +288,56 @@ struct FeedImport {
         if stored == incoming {
             report.unchanged += 1
             try recordHash(hash, of: incoming.id)
+            // The superseded rows' index entries went with them; some may be ids this row lists.
+            if !rivals.isEmpty { try index(others, of: incoming.id) }
             return false
         }
-        let values = QuakeColumns.values(of: incoming)
-        let old = QuakeColumns.values(of: stored)
-        var changes: [FieldChange] = []
-        for i in values.indices where values[i] != old[i] {
-            changes.append(
-                FieldChange(field: QuakeColumns.names[i], old: FieldValue(old[i]), new: FieldValue(values[i])))
-        }
         try bindAndStep(incoming, hash: hash, update)
-        try recorder.recordUpdate(id: incoming.id, fields: changes)
+        if stored.ids != incoming.ids {
+            deleteAliases.reset()
+            deleteAliases.bind(1, incoming.id)
+            try deleteAliases.step()
+            try index(others, of: incoming.id)
+        }
+        try recorder.recordUpdate(id: incoming.id, fields: QuakeColumns.changes(from: stored, to: incoming))
         report.updated += 1
         return false
+    }
+
+    /// The stored rows other than its own that are the same event as `incoming` (see the type's
+    /// documentation): the rows that list its id, and the rows stored under an id it lists.
+    private func sameEvent(as incoming: FeedFeature, others: [String]) throws -> [FeedFeature] {
+        var seen: Set<String> = [incoming.id]
+        var rows: [FeedFeature] = []
+        func add(_ id: String) throws {
+            guard seen.insert(id).inserted, let row = try fetch(id) else { return }
+            rows.append(row)
+        }
+        for owner in try aliasOwners(of: incoming.id) { try add(owner) }
+        for other in others { try add(other) }
+        return rows
+    }
+
+    /// The stored rows whose `ids` lists `alias`, by the alias index.
+    private func aliasOwners(of alias: String) throws -> [String] {
+        selectAliasOwner.reset()
+        selectAliasOwner.bind(1, alias)
+        defer { selectAliasOwner.reset() }
+        var owners: [String] = []
+        while try selectAliasOwner.step() {
+            if let owner = selectAliasOwner.string(0) { owners.append(owner) }
+        }
+        return owners
+    }
+
+    /// Adds the other ids a stored row lists to the alias index.
+    private func index(_ others: [String], of id: String) throws {
+        for other in others {
+            insertAlias.reset()
+            insertAlias.bind(1, other)
+            insertAlias.bind(2, id)
+            try insertAlias.step()
+        }
     }
 
     /// Binds a feature of the slow paths (an update, an insert after aliases) and steps.
@@ -296,26 +365,23 @@ struct FeedImport {
         return QuakeColumns.feature(from: select)
     }
 
-    /// Rows stored under the other ids the feature lists in `ids`.
-    private func storedAliases(of feature: FeedFeature) throws -> [FeedFeature] {
-        guard Self.hasAliases(feature) else { return [] }
-        var rows: [FeedFeature] = []
-        for alias in feature.aliasIDs where alias != feature.id {
-            if let row = try fetch(alias) { rows.append(row) }
-        }
-        return rows
-    }
-
-    /// Whether `ids` may list other ids than the feature's own (see ``FeedFeature/idsListOthers(_:)``).
-    static func hasAliases(_ feature: FeedFeature) -> Bool {
-        FeedFeature.idsListOthers(feature.ids)
-    }
-
     /// An incoming version is older only when both carry `updated` and the incoming one is smaller:
     /// a lagging CDN copy must never roll data back.
     static func isOlder(_ incoming: FeedFeature, than stored: FeedFeature) -> Bool {
         guard let new = incoming.updated, let old = stored.updated else { return false }
         return new < old
+    }
+
+    /// Whether `incoming` wins against `rival`, a stored row of the same event under another id:
+    /// a newer `updated` wins; with equal or missing `updated`, the incoming feature wins when it
+    /// names the rival and the rival does not name it (it knows of the other id, so it is the later
+    /// association); when both name each other, the stored row stays. Never true both ways, so
+    /// importing a document again changes nothing.
+    static func supersedes(_ incoming: FeedFeature, _ rival: FeedFeature) -> Bool {
+        if let new = incoming.updated, let old = rival.updated, new != old { return new > old }
+        let names = incoming.otherIDs.contains(rival.id)
+        let named = rival.otherIDs.contains(incoming.id)
+        return names && !named
     }
 
     static func tombstone(of quake: FeedFeature) -> Tombstone {

@@ -22,6 +22,16 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The column value this is.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .integer(let i): i.databaseValue
+        case .real(let d): d.databaseValue
+        case .text(let s): s.databaseValue
+        }
+    }
+
     private enum Member: String, CodingKey {
         case int, float, string
     }

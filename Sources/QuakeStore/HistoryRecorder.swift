@@ -1,13 +1,34 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import QuakeFeed
+
+/// What a write transaction's history holds, counted from its change rows when it finished.
+struct CommittedChanges {
+    /// The transaction's token, or `nil` when nothing changed.
+    var token: HistoryToken?
+    var inserted = 0
+    var updated = 0
+    var deleted = 0
+    /// Of `deleted`, the deletes with reason `superseded`.
+    var superseded = 0
+}
 
 /// Writes the history of one write transaction: one `historyTransactions` row, created on the
 /// first change so that a write that changes nothing leaves no trace, and one `historyChanges` row
 /// per changed quake.
 ///
-/// A quake changed twice in one transaction still gets one change row (insert then update is an
-/// insert, update then delete is a delete, and so on), so a reader applies each transaction as a set.
+/// A quake changed several times in one transaction still gets one change row, its net change
+/// from before the transaction to after it, so a reader applies each transaction as a set:
+/// - insert then update is an insert (readers get the current row);
+/// - insert then delete is nothing (the quake was new, and it is gone);
+/// - update then update is one update (fields that ended where they started drop out);
+/// - update then delete is a delete;
+/// - delete then insert (an import superseded the quake, then brought it back) is an update from
+///   the row before the transaction to the row after it, or nothing when they are equal.
+///
+/// So an insert always means the quake was not stored before the transaction, a delete or an
+/// update that it was, and the counts the transaction row keeps are counted from its change rows.
 ///
 /// Creating the transaction row also arranges for `commitSignal` to be signalled once the SQLite
 /// transaction has committed (never if it rolls back), so every write that takes a token wakes
@@ -19,12 +40,14 @@ struct HistoryRecorder {
     let timestamp: Int64
     let commitSignal: CommitSignal
     private(set) var token: HistoryToken?
-    /// Change rows written so far, by kind (coalescing moves a row from one kind to another).
-    private var counts: [ChangeKind: Int] = [:]
     /// Records nothing per change; `finish` records one insert per row of `quakes` instead.
     /// Only right for a write that started on an empty table and only wrote quakes (an import):
     /// its net changes are exactly the rows it leaves, all inserts.
     var recordsInsertsOfTableAtFinish = false
+    /// The whole row, as it was before this transaction, of each stored quake the transaction
+    /// deleted with its row given (an import's supersede): what the update is computed from if
+    /// the transaction brings the quake back. Few entries: supersedes are rare.
+    private var rowsBefore: [String: [DatabaseValue]] = [:]
     private let insertChange: RawStatement
     /// The common case, an insert's change row, with fewer bindings.
     private let insertInsertChange: RawStatement
@@ -57,9 +80,7 @@ struct HistoryRecorder {
         if sqlite3_changes(db.sqliteConnection) == 0 {
             try coalesce(
                 token: token, id: String(decoding: id, as: UTF8.self), kind: .insert, fields: nil,
-                tombstoneJSON: nil, reason: nil, supersededBy: nil)
-        } else {
-            counts[.insert, default: 0] += 1
+                tombstoneJSON: nil, reason: nil, supersededBy: nil, row: nil)
         }
     }
 
@@ -70,37 +91,56 @@ struct HistoryRecorder {
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
         if recordsInsertsOfTableAtFinish { return }
-        try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil)
+        try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil, row: nil)
     }
 
-    mutating func recordDelete(_ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil) throws {
+    /// Records a delete. `row`, the whole row being deleted, is given when the same transaction may
+    /// store the quake again (an import's supersede); called before the row is deleted.
+    mutating func recordDelete(
+        _ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil, row: FeedFeature? = nil
+    ) throws {
         if recordsInsertsOfTableAtFinish { return }
         try record(
             id: tombstone.id, kind: .delete, fields: nil, tombstone: tombstone, reason: reason,
-            supersededBy: supersededBy)
+            supersededBy: supersededBy, row: row)
     }
 
-    /// Writes the transaction's counts. Returns its token, or `nil` when nothing changed.
-    mutating func finish() throws -> HistoryToken? {
+    /// Writes the transaction's counts, counted from its change rows. A transaction whose changes
+    /// all cancelled out is removed, and its token given back: the head stays a token that a
+    /// transaction carries (or the last purged one).
+    mutating func finish() throws -> CommittedChanges {
         if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
             // In key order: the change rows' primary key (token, quakeId) is appended to, and
             // the ids come from the primary key's index alone.
             try db.execute(
                 sql: "INSERT INTO historyChanges (token, quakeId, kind) SELECT ?, id, 'insert' FROM quakes ORDER BY id",
                 arguments: [try currentToken()])
-            counts[.insert] = db.changesCount
         }
-        guard let token else { return nil }
-        if counts.values.allSatisfy({ $0 == 0 }) {
-            // Every change cancelled out (an insert then a delete of the same quake).
+        guard let token else { return CommittedChanges() }
+        let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
+                    total(reason = 'superseded')
+                FROM historyChanges WHERE token = ?
+                """,
+            arguments: [token])!
+        let committed = CommittedChanges(
+            token: token, inserted: Int(row[0] as Double), updated: Int(row[1] as Double),
+            deleted: Int(row[2] as Double), superseded: Int(row[3] as Double))
+        if committed.inserted + committed.updated + committed.deleted == 0 {
+            // Every change cancelled out. (The commit signal still fires: a spurious wake-up.)
             try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
+            try db.execute(
+                sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'historyTransactions'", arguments: [token - 1])
             self.token = nil
-            return nil
+            return CommittedChanges()
         }
         try db.execute(
             sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
-            arguments: [counts[.insert, default: 0], counts[.update, default: 0], counts[.delete, default: 0], token])
-        return token
+            arguments: [committed.inserted, committed.updated, committed.deleted, token])
+        if QuakeStore.checksHistory { try QuakeStore.checkTransaction(db, token: token) }
+        return committed
     }
 
     private mutating func currentToken() throws -> HistoryToken {
@@ -110,7 +150,6 @@ struct HistoryRecorder {
             arguments: [author.rawValue, timestamp, source])
         let token = db.lastInsertedRowID
         self.token = token
-        // Also when `finish` removes the row again: the token is used up, the head has moved.
         let commitSignal = commitSignal
         db.afterNextTransaction(onCommit: { _ in commitSignal.signal() })
         return token
@@ -118,7 +157,7 @@ struct HistoryRecorder {
 
     private mutating func record(
         id: String, kind: ChangeKind, fields: [FieldChange]?, tombstone: Tombstone?, reason: DeleteReason?,
-        supersededBy: String?
+        supersededBy: String?, row: FeedFeature?
     ) throws {
         let token = try currentToken()
         let fieldsJSON = try fields.map(Self.json)
@@ -135,53 +174,81 @@ struct HistoryRecorder {
         if db.changesCount == 0 {
             try coalesce(
                 token: token, id: id, kind: kind, fields: fields, tombstoneJSON: tombstoneJSON, reason: reason,
-                supersededBy: supersededBy)
-        } else {
-            counts[kind, default: 0] += 1
+                supersededBy: supersededBy, row: row)
+        } else if kind == .delete, let row {
+            // The quake's first change in this transaction: the row is as it was before it.
+            rowsBefore[id] = QuakeColumns.values(of: row)
         }
     }
 
     /// The quake already changed earlier in this transaction: fold the new change into that row.
     private mutating func coalesce(
         token: HistoryToken, id: String, kind: ChangeKind, fields: [FieldChange]?, tombstoneJSON: String?,
-        reason: DeleteReason?, supersededBy: String?
+        reason: DeleteReason?, supersededBy: String?, row: FeedFeature?
     ) throws {
-        let row = try Row.fetchOne(
+        let earlierRow = try Row.fetchOne(
             db, sql: "SELECT kind, fields FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: [token, id])
         // OR IGNORE also ignores a CHECK failure: then there is no earlier row, and that is an error.
-        guard let row, let earlier = ChangeKind(rawValue: row[0]) else {
+        guard let earlierRow, let earlier = ChangeKind(rawValue: earlierRow[0]) else {
             throw DatabaseError(
                 resultCode: .SQLITE_CONSTRAINT, message: "history change for \(id) violates a constraint")
         }
         let key: StatementArguments = [token, id]
+        func removeChange() throws {
+            try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
+        }
+        func setUpdate(_ fields: [FieldChange]) throws {
+            if fields.isEmpty { return try removeChange() }
+            try db.execute(
+                sql: """
+                    UPDATE historyChanges SET kind = 'update', fields = ?, tombstone = NULL, reason = NULL,
+                        supersededBy = NULL
+                    WHERE token = ? AND quakeId = ?
+                    """,
+                arguments: [try Self.json(fields), token, id])
+        }
         switch (earlier, kind) {
         case (.insert, .update):
             break  // still an insert; readers get the current row
         case (.insert, .delete):
-            try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
-            counts[.insert, default: 0] -= 1
+            try removeChange()  // new in this transaction and gone again
         case (.update, .update):
-            let before = try JSONDecoder().decode([FieldChange].self, from: Data((row[1] as String).utf8))
-            let merged = Self.merge(before, fields ?? [])
-            if merged.isEmpty {
-                try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
-                counts[.update, default: 0] -= 1
-            } else {
-                try db.execute(
-                    sql: "UPDATE historyChanges SET fields = ? WHERE token = ? AND quakeId = ?",
-                    arguments: [try Self.json(merged), token, id])
+            let before = try JSONDecoder().decode([FieldChange].self, from: Data((earlierRow[1] as String).utf8))
+            try setUpdate(Self.merge(before, fields ?? []))
+        case (.update, .delete):
+            if let row, rowsBefore[id] == nil {
+                // The row before the transaction: the one being deleted, with the update undone.
+                var values = QuakeColumns.values(of: row)
+                let earlierFields = try JSONDecoder().decode(
+                    [FieldChange].self, from: Data((earlierRow[1] as String).utf8))
+                for change in earlierFields {
+                    if let i = QuakeColumns.names.firstIndex(of: change.field) { values[i] = change.old.databaseValue }
+                }
+                rowsBefore[id] = values
             }
-        case (.update, .delete), (.delete, .insert), (.insert, .insert), (.delete, .update), (.delete, .delete),
-            (.update, .insert):
-            // The later change wins; a delete followed by an insert is an insert (readers upsert).
             try db.execute(
                 sql: """
-                    UPDATE historyChanges SET kind = ?, fields = NULL, tombstone = ?, reason = ?, supersededBy = ?
+                    UPDATE historyChanges SET kind = 'delete', fields = NULL, tombstone = ?, reason = ?,
+                        supersededBy = ?
                     WHERE token = ? AND quakeId = ?
                     """,
-                arguments: [kind.rawValue, tombstoneJSON, reason?.rawValue, supersededBy, token, id])
-            counts[earlier, default: 0] -= 1
-            counts[kind, default: 0] += 1
+                arguments: [tombstoneJSON, reason?.rawValue, supersededBy, token, id])
+        case (.delete, .insert):
+            // Stored before the transaction, gone, and back: an update from then to now.
+            guard let before = rowsBefore[id],
+                let now = try Row.fetchOne(
+                    db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?", arguments: [id])
+            else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_INTERNAL,
+                    message: "history cannot record quake \(id) coming back without its earlier row")
+            }
+            try setUpdate(QuakeColumns.changes(from: before, to: QuakeColumns.values(of: QuakeColumns.feature(from: now))))
+        case (.insert, .insert), (.update, .insert), (.delete, .update), (.delete, .delete):
+            // A stored quake inserted, a deleted one changed: the writer lost track of the store.
+            throw DatabaseError(
+                resultCode: .SQLITE_INTERNAL,
+                message: "history cannot record \(kind.rawValue) after \(earlier.rawValue) for quake \(id)")
         }
     }
 

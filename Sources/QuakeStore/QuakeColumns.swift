@@ -73,6 +73,22 @@ enum QuakeColumns {
 }
 
 extension QuakeColumns {
+    /// The fields whose values differ from `old` to `new`, in table order, as history records them.
+    static func changes(from old: FeedFeature, to new: FeedFeature) -> [FieldChange] {
+        changes(from: values(of: old), to: values(of: new))
+    }
+
+    /// ``changes(from:to:)`` for rows as column values in table order.
+    static func changes(from old: [DatabaseValue], to new: [DatabaseValue]) -> [FieldChange] {
+        var changes: [FieldChange] = []
+        for i in new.indices where new[i] != old[i] {
+            changes.append(FieldChange(field: names[i], old: FieldValue(old[i]), new: FieldValue(new[i])))
+        }
+        return changes
+    }
+}
+
+extension QuakeColumns {
     /// The parameter number of `feedHash` in ``bindAndStep(_:arena:hash:_:)``, after the 30 columns.
     static let feedHashParameter: Int32 = 31
 

@@ -37,7 +37,7 @@ extension QuakeStore {
                 try recorder.recordDelete(FeedImport.tombstone(of: quake), reason: .deletedByUser)
                 deleted.append(id)
             }
-            return DeleteReport(token: try recorder.finish(), deleted: deleted, notFound: notFound)
+            return DeleteReport(token: try recorder.finish().token, deleted: deleted, notFound: notFound)
         }
     }
 
@@ -59,7 +59,7 @@ extension QuakeStore {
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [tombstone.id])
                 try recorder.recordDelete(tombstone, reason: .expired)
             }
-            return try recorder.finish()
+            return try recorder.finish().token
         }
     }
 

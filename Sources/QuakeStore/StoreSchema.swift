@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import QuakeFeed
 
 /// The database schema, as named migrations.
 ///
@@ -151,6 +152,34 @@ enum StoreSchema {
                         FROM json_each(historyChanges.fields) e)
                     WHERE fields IS NOT NULL
                     """)
+        }
+        migrator.registerMigration("v6-alias-index") { db in
+            // The alias index: every other id a stored row lists in `ids`, pointing to that row.
+            // A feature that arrives under an id found here is the listing row's event (newer, or
+            // a stale copy), never a second copy of it. Entries leave with their quake (the
+            // trigger); the import adds them.
+            try db.execute(
+                sql: """
+                    CREATE TABLE quakeAliases (
+                        alias TEXT NOT NULL,
+                        quakeId TEXT NOT NULL,
+                        PRIMARY KEY (alias, quakeId)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX quakeAliases_quakeId ON quakeAliases (quakeId);
+                    CREATE TRIGGER quakes_aliases_cascade AFTER DELETE ON quakes
+                    BEGIN
+                        DELETE FROM quakeAliases WHERE quakeId = old.id;
+                    END;
+                    """)
+            let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, ids FROM quakes WHERE ids IS NOT NULL ORDER BY id")
+            while let row = try rows.next() {
+                var feature = FeedFeature(id: row[0], time: 0)
+                feature.ids = row[1]
+                for alias in feature.otherIDs {
+                    try insert.execute(arguments: [alias, feature.id])
+                }
+            }
         }
         return migrator
     }

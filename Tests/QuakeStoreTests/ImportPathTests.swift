@@ -53,7 +53,7 @@ struct ImportPathTests {
                     featureJSON(id: "us2", updated: 1_700_000_300_000, mag: "5.0"),
                 ]),
                 into: store)
-            #expect(report.inserted == 2 && report.unchanged == 1 && report.updated == 1)
+            #expect(report.inserted == 2 && report.unchanged == 1 && report.updated == 0)
             let transaction = try #require(try store.history(after: 0).transactions.first)
             #expect(transaction.changes.count == 2)
             #expect(transaction.changes.allSatisfy { $0.kind == .insert })
