@@ -120,9 +120,14 @@ let package = Package(
                 "QuakeProtocol",
                 "Varlink",
                 "QuakeTestSupport",
+                "QuakeModelCheck",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The model-based checker of the store's history: seeded random feed documents, deletes and
+        // retention passes, checked after every step and shrunk on failure. Run by the store tests
+        // (a few hundred cases) and by `quake-bench model` (any number).
+        .target(name: "QuakeModelCheck", dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport"]),
         // Shared by the test targets: temp dirs, fixtures, a real HTTP server, process runner.
         .target(
             name: "QuakeTestSupport",
@@ -158,7 +163,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeStoreTests",
-            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport"]
+            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck"]
         ),
         .testTarget(
             name: "QuakedTests",

@@ -36,6 +36,11 @@ struct FeedImport {
     private let delete: RawStatement
     /// Whether the previous feature was new (see `apply`).
     private var expectNew = true
+    /// Features judged against a row that this import may still change or remove: the ones that
+    /// lost to it, and the rows superseded. Judged again at the end (``settle()``).
+    private var undecided = Undecided()
+    /// The position in `features` of the element being applied.
+    private var position = 0
     /// The secondary indexes of `quakes` dropped for this import, to build again at its end.
     private let deferredIndexes: [String]
     private let setHash: RawStatement
@@ -125,6 +130,7 @@ struct FeedImport {
         }
         report.features = featureCount
         report.bytes = bytesConsumed
+        try settle()
         for sql in deferredIndexes { try db.execute(sql: sql) }
         let committed = try recorder.finish()
         // What the transaction holds, not what was done on the way (an insert that a later
@@ -134,6 +140,40 @@ struct FeedImport {
         report.updated = committed.updated
         report.superseded = committed.superseded
         return report
+    }
+
+    /// Judges the undecided features again against the rows as the document left them, until a
+    /// round changes nothing (at most four rounds: ties can in theory chase each other).
+    ///
+    /// A feature that lost to a row, or a row that another id superseded, is decided by what that
+    /// row was at the time. When a later feature of the same document changes that row (a newer
+    /// version that no longer lists the id) or removes it (supersedes it), the decision would differ
+    /// against the rows the document leaves, and importing the document again would change the
+    /// store. Judged again here, the import ends where a second import of it would: importing the
+    /// same document again changes nothing. `stale` and `unchanged` keep counting each feature as
+    /// it was judged where it stood in the document. A feature stale against its own id's row is
+    /// judged again only when that row is gone, so the usual stale feature costs one lookup.
+    private mutating func settle() throws {
+        var rounds = 0
+        while !undecided.entries.isEmpty && rounds < 4 {
+            rounds += 1
+            let pending = undecided.entries
+            undecided.entries = []
+            let changesBefore = db.totalChangesCount
+            let (stale, unchanged, byHash) = (report.stale, report.unchanged, report.unchangedByHash)
+            for entry in pending {
+                // A later version of the same id in the document stands (object trump, in
+                // document order). Otherwise a feature that lost to another id's row is judged
+                // again; the others when their id is not stored now (a stored one was last
+                // written by its own version, which stands).
+                if undecided.laterVersionSeen(of: entry) { continue }
+                guard try entry.rivalLost || !isStored(entry.feature.id) else { continue }
+                position = entry.position
+                _ = try apply(entry.feature, hash: entry.hash)
+            }
+            (report.stale, report.unchanged, report.unchangedByHash) = (stale, unchanged, byHash)
+            if db.totalChangesCount == changesBefore { break }
+        }
     }
 
     /// For the first import into an empty table: drops the secondary indexes of `quakes` (time,
@@ -157,6 +197,17 @@ struct FeedImport {
     private mutating func apply(_ element: ParsedElement, arena: UnsafeRawBufferPointer, batch: ParsedBatch) throws
         -> Bool
     {
+        position = element.index
+        if undecided.isTracking {
+            switch element.content {
+            case .record(let record):
+                undecided.saw(String(decoding: FeatureRecord.bytes(record.id, in: arena), as: UTF8.self), at: position)
+            case .raw(let id?, _, _, _):
+                undecided.saw(id, at: position)
+            default:
+                break
+            }
+        }
         switch element.content {
         case .record(let record):
             return try apply(record, arena: arena, hash: element.hash)
@@ -219,6 +270,10 @@ struct FeedImport {
         return true
     }
 
+    private func isStored(_ id: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes WHERE id = ?)", arguments: [id]) == true
+    }
+
     /// The `feedHash` of the row stored under `id` (UTF-8), if any.
     private func storedHash(of id: UnsafeRawBufferPointer) throws -> UInt64? {
         let s = selectHash.handle
@@ -257,14 +312,20 @@ struct FeedImport {
         }
         if let stored, Self.isOlder(incoming, than: stored) {
             report.stale += 1
+            // Its row may yet be superseded in this document. (A lagging copy of a whole feed
+            // makes many of these: past the bound, they are not kept, and such a document may
+            // need a second import to settle.)
+            undecided.add(incoming, hash: hash, rivalLost: false, position: position)
             return false
         }
         let rivals = try sameEvent(as: incoming, others: others)
         if rivals.contains(where: { !Self.supersedes(incoming, $0) }) {
             report.stale += 1
+            undecided.add(incoming, hash: hash, rivalLost: true, position: position)  // the rival may yet change
             return false
         }
         for rival in rivals {
+            undecided.add(rival, hash: 0, rivalLost: false, position: position)  // back if its superseder changes
             // Recorded first: the recorder reads what it needs of the row before it goes.
             try recorder.recordDelete(
                 Self.tombstone(of: rival), reason: .superseded, supersededBy: incoming.id, row: rival)
@@ -386,5 +447,43 @@ struct FeedImport {
 
     static func tombstone(of quake: FeedFeature) -> Tombstone {
         Tombstone(id: quake.id, code: quake.code, mag: quake.mag, place: quake.place, time: quake.time)
+    }
+}
+
+/// The features an import judges again at its end (see `FeedImport.settle()`), and which of their
+/// ids came again later in the document.
+struct Undecided {
+    struct Entry {
+        var feature: FeedFeature
+        var hash: UInt64
+        /// Lost to a row of another id (else: stale against its own id's row, or a row superseded).
+        var rivalLost: Bool
+        /// Where in the document it was decided.
+        var position: Int
+    }
+
+    /// Keeps the list small when a lagging document is stale throughout: past it, features stale
+    /// against their own row are not kept (such a document may take a second import to settle).
+    static let maxOwnRowStale = 10_000
+    var entries: [Entry] = []
+    private var ids: Set<String> = []
+    private var lastSeen: [String: Int] = [:]
+
+    /// Whether elements' ids need to be reported with ``saw(_:at:)``.
+    var isTracking: Bool { !ids.isEmpty }
+
+    mutating func add(_ feature: FeedFeature, hash: UInt64, rivalLost: Bool, position: Int) {
+        if !rivalLost && entries.count >= Self.maxOwnRowStale { return }
+        entries.append(Entry(feature: feature, hash: hash, rivalLost: rivalLost, position: position))
+        ids.insert(feature.id)
+    }
+
+    /// An element with this id is at `position` of the document.
+    mutating func saw(_ id: String, at position: Int) {
+        if ids.contains(id) { lastSeen[id] = position }
+    }
+
+    func laterVersionSeen(of entry: Entry) -> Bool {
+        (lastSeen[entry.feature.id] ?? -1) > entry.position
     }
 }

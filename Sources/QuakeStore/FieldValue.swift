@@ -1,4 +1,5 @@
 import GRDB
+import QuakeFeed
 
 /// One stored value of a quake field, as history records it: what an update changed from and to.
 ///
@@ -114,5 +115,13 @@ public struct Tombstone: Sendable, Hashable, Codable {
         self.mag = mag
         self.place = place
         self.time = time
+    }
+}
+
+extension FeedFeature {
+    /// Every stored field of the quake, by column name in table order, valued as history records
+    /// them (``FieldChange``): what a reader checks an update's old and new values against.
+    public var storedFields: [(name: String, value: FieldValue)] {
+        zip(QuakeColumns.names, QuakeColumns.values(of: self)).map { ($0, FieldValue($1)) }
     }
 }

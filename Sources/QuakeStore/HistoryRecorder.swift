@@ -216,15 +216,18 @@ struct HistoryRecorder {
             let before = try JSONDecoder().decode([FieldChange].self, from: Data((earlierRow[1] as String).utf8))
             try setUpdate(Self.merge(before, fields ?? []))
         case (.update, .delete):
-            if let row, rowsBefore[id] == nil {
+            var tombstoneJSON = tombstoneJSON
+            if let row {
                 // The row before the transaction: the one being deleted, with the update undone.
+                // Readers never saw the update: the tombstone describes the row they have.
                 var values = QuakeColumns.values(of: row)
                 let earlierFields = try JSONDecoder().decode(
                     [FieldChange].self, from: Data((earlierRow[1] as String).utf8))
                 for change in earlierFields {
                     if let i = QuakeColumns.names.firstIndex(of: change.field) { values[i] = change.old.databaseValue }
                 }
-                rowsBefore[id] = values
+                if rowsBefore[id] == nil { rowsBefore[id] = values }
+                tombstoneJSON = try Self.json(QuakeColumns.tombstone(id: id, values: values))
             }
             try db.execute(
                 sql: """

@@ -78,6 +78,14 @@ extension QuakeColumns {
         changes(from: values(of: old), to: values(of: new))
     }
 
+    /// The tombstone of a row given as column values in table order.
+    static func tombstone(id: String, values: [DatabaseValue]) -> Tombstone {
+        func value(_ name: String) -> DatabaseValue { values[names.firstIndex(of: name)!] }
+        return Tombstone(
+            id: id, code: String.fromDatabaseValue(value("code")), mag: Double.fromDatabaseValue(value("mag")),
+            place: String.fromDatabaseValue(value("place")), time: Int64.fromDatabaseValue(value("time")) ?? 0)
+    }
+
     /// ``changes(from:to:)`` for rows as column values in table order.
     static func changes(from old: [DatabaseValue], to new: [DatabaseValue]) -> [FieldChange] {
         var changes: [FieldChange] = []

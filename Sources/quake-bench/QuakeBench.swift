@@ -9,7 +9,7 @@ struct QuakeBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quake-bench",
         abstract: "Measure quaked's import against a plain Python peer, in one run.",
-        subcommands: [ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self],
+        subcommands: [ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, ModelRun.self],
         defaultSubcommand: ImportBenchmark.self)
 }
 
