@@ -50,6 +50,13 @@ public struct QuakedCommand: AsyncParsableCommand {
     @Flag(help: "With --once: print the result as one JSON object per feed.")
     var json = false
 
+    @Flag(
+        help: """
+            Check the store's integrity and exit: the SQLite file, history against the rows (it \
+            replays), and the alias index. Prints ok, or one problem per line and exits 1.
+            """)
+    var check = false
+
     public init() {}
 
     /// The entry point. Declared here so that `main.swift` gets the async path rather than
@@ -87,6 +94,10 @@ public struct QuakedCommand: AsyncParsableCommand {
         } catch {
             Self.fail("\(error)", exitCode: 78)  // EX_CONFIG: systemd does not restart on it
         }
+        if check {
+            try Self.checkStore(configuration)
+            return
+        }
         if once {
             let store = try Self.openStore(configuration)
             defer { try? store.close() }
@@ -109,6 +120,29 @@ public struct QuakedCommand: AsyncParsableCommand {
         } catch {
             fail("cannot open the store in \(configuration.stateDirectory): \(error)", exitCode: 1)
         }
+    }
+
+    /// `--check`: like SQLite's `PRAGMA integrity_check`, on a store that exists (never creates
+    /// one). Safe beside a running daemon: one read transaction.
+    static func checkStore(_ configuration: DaemonConfiguration) throws {
+        let path = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent(QuakeStore.fileName).path
+        guard FileManager.default.fileExists(atPath: path) else {
+            fail("no store to check: \(path) does not exist", exitCode: 1)
+        }
+        let store = try openStore(configuration)
+        defer { try? store.close() }
+        let problems: [String]
+        do {
+            problems = try store.checkIntegrity()
+        } catch {
+            fail("cannot check the store in \(configuration.stateDirectory): \(error)", exitCode: 1)
+        }
+        if problems.isEmpty {
+            print("ok")
+            return
+        }
+        for problem in problems { print(problem) }
+        throw ExitCode(1)
     }
 
     static func fail(_ message: String, exitCode: Int32) -> Never {

@@ -10,6 +10,38 @@ extension EndToEnd {
     struct OnceTests {
         let quaked = BuiltProducts.path("quaked")
 
+        @Test("--check: ok on a sound store, each problem on its own line and exit 1 otherwise")
+        func integrityCheck() async throws {
+            try await withTemporaryDirectory { dir in
+                let missing = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                #expect(missing.status == 1)
+                #expect(missing.stderr.contains("no store to check"), "\(missing.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(QuakeStore.fileName).path))
+
+                let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
+                let once = try await ChildProcess.run(
+                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path])
+                #expect(once.status == 0, "\(once.stderr)")
+                let sound = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                #expect(sound.status == 0, "\(sound.stderr)")
+                #expect(sound.stdout == "ok\n")
+
+                // A row removed behind history's back, as a hand edit would.
+                let queue = try DatabaseQueue(path: dir.appendingPathComponent(QuakeStore.fileName).path)
+                let victim = try await queue.write { db in
+                    let id = try String.fetchOne(db, sql: "SELECT id FROM quakes ORDER BY id LIMIT 1")!
+                    try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
+                    return id
+                }
+                try queue.close()
+                let broken = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                #expect(broken.status == 1)
+                #expect(
+                    broken.stdout == "history's last change to quake \(victim) (token 1) is an insert, but it is not stored\n",
+                    "\(broken.stdout)")
+            }
+        }
+
         @Test("imports a file feed and prints one JSON object")
         func importsFileFeed() async throws {
             try await withTemporaryDirectory { dir in
