@@ -17,10 +17,12 @@ import QuakeFeed
 /// a stored row under another id when one names the other: the feature lists the row's id (the
 /// row is the event under its previous preferred id), or the row lists the feature's id (the
 /// feature is a copy of the event under an id it had before, as a lagging feed sends it). Against
-/// each such row, the feature wins (``supersedes(_:_:)``) when its `updated` is newer, or, with
-/// equal or missing `updated`, when it names the row and the row does not name it. If it loses to
-/// any of them, it is `stale` and nothing changes; otherwise each of them is deleted as
-/// `superseded` (by the feature's id) before the feature is stored.
+/// each such row, the feature wins (``supersedes(_:_:)``) when its `updated` is newer (or, on a
+/// tie, when it lists more ids, then when its id is greater). If it wins
+/// against all of them, each is deleted as `superseded` (by the feature's id) before the feature
+/// is stored. If it loses to one, it is `stale`; and if its id is stored as an older row of its
+/// own, that row is superseded by the winner: the newest word on the id says it is the winner's
+/// event.
 ///
 /// Features that only share a third id, neither naming the other, stay separate events: real
 /// feeds carry two quakes hours apart that both list one tsunami-centre id. So when one document
@@ -319,20 +321,16 @@ struct FeedImport {
             return false
         }
         let rivals = try sameEvent(as: incoming, others: others)
-        if rivals.contains(where: { !Self.supersedes(incoming, $0) }) {
+        if let winner = rivals.first(where: { !Self.supersedes(incoming, $0) }) {
             report.stale += 1
             undecided.add(incoming, hash: hash, rivalLost: true, position: position)  // the rival may yet change
+            // The newest word on this id says it is the winner's event, and the winner is newer:
+            // the id's own older row is a second copy of that event.
+            if let stored { try supersede(stored, by: winner.id) }
             return false
         }
         for rival in rivals {
-            undecided.add(rival, hash: 0, rivalLost: false, position: position)  // back if its superseder changes
-            // Recorded first: the recorder reads what it needs of the row before it goes.
-            try recorder.recordDelete(
-                Self.tombstone(of: rival), reason: .superseded, supersededBy: incoming.id, row: rival)
-            delete.reset()
-            delete.bind(1, rival.id)
-            try delete.step()  // the trigger takes its aliases out of the index
-            report.superseded += 1
+            try supersede(rival, by: incoming.id)
         }
         guard let stored else {
             expectNew = true
@@ -363,6 +361,17 @@ struct FeedImport {
         try recorder.recordUpdate(id: incoming.id, fields: QuakeColumns.changes(from: stored, to: incoming))
         report.updated += 1
         return false
+    }
+
+    /// Deletes `row` as superseded by the event stored (or about to be) under `winner`.
+    private mutating func supersede(_ row: FeedFeature, by winner: String) throws {
+        undecided.add(row, hash: 0, rivalLost: false, position: position)  // back if its superseder changes
+        // Recorded first: the recorder reads what it needs of the row before it goes.
+        try recorder.recordDelete(Self.tombstone(of: row), reason: .superseded, supersededBy: winner, row: row)
+        delete.reset()
+        delete.bind(1, row.id)
+        try delete.step()  // the trigger takes its aliases out of the index
+        report.superseded += 1
     }
 
     /// The stored rows other than its own that are the same event as `incoming` (see the type's
@@ -433,16 +442,18 @@ struct FeedImport {
         return new < old
     }
 
-    /// Whether `incoming` wins against `rival`, a stored row of the same event under another id:
-    /// a newer `updated` wins; with equal or missing `updated`, the incoming feature wins when it
-    /// names the rival and the rival does not name it (it knows of the other id, so it is the later
-    /// association); when both name each other, the stored row stays. Never true both ways, so
-    /// importing a document again changes nothing.
+    /// Whether `incoming` wins against `rival`, a stored row of the same event under another id.
+    ///
+    /// A strict total order on versions of an event, so that winning is never true both ways and
+    /// never goes round in a circle (which would make the outcome depend on the order of a
+    /// document): the newer `updated` wins (a version without one is older than any with one);
+    /// then the version listing more ids (the USGS adds ids to an event as it associates them, so
+    /// that is the later association: ",Y,X," over ",X,"); then the greater id.
     static func supersedes(_ incoming: FeedFeature, _ rival: FeedFeature) -> Bool {
-        if let new = incoming.updated, let old = rival.updated, new != old { return new > old }
-        let names = incoming.otherIDs.contains(rival.id)
-        let named = rival.otherIDs.contains(incoming.id)
-        return names && !named
+        func key(_ f: FeedFeature) -> (Int64, Int, String) {
+            (f.updated ?? .min, f.otherIDs.count, f.id)
+        }
+        return key(incoming) > key(rival)
     }
 
     static func tombstone(of quake: FeedFeature) -> Tombstone {
