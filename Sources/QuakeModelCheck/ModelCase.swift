@@ -146,8 +146,11 @@ public struct ModelGenerator {
         Self.ids(ofEvent: Int.random(in: 0..<shape.events, using: &r)).randomElement(using: &r)!
     }
 
+    /// A document: as in a real feed, one feature per id, but the same feature may come twice
+    /// (an exact duplicate). Versions of one event under different ids may share a document.
     func makeDocument(_ r: inout SeededRandom) -> [DocumentElement] {
         var elements: [DocumentElement] = []
+        var byID: [String: DocumentElement] = [:]
         for _ in 0..<Int.random(in: 0...shape.documentSize, using: &r) {
             let roll = Int.random(in: 0..<20, using: &r)
             if roll == 0 {
@@ -155,7 +158,10 @@ public struct ModelGenerator {
             } else if roll <= 3, let previous = elements.randomElement(using: &r) {
                 elements.append(previous)  // the same feature twice
             } else {
-                elements.append(.feature(makeVersion(&r)))
+                let version = makeVersion(&r)
+                let element = byID[version.id] ?? .feature(version)
+                byID[version.id] = element
+                elements.append(element)
             }
         }
         return elements

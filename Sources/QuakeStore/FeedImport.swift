@@ -164,12 +164,19 @@ struct FeedImport {
             let changesBefore = db.totalChangesCount
             let (stale, unchanged, byHash) = (report.stale, report.unchanged, report.unchangedByHash)
             for entry in pending {
-                // A later version of the same id in the document stands (object trump, in
-                // document order). Otherwise a feature that lost to another id's row is judged
-                // again; the others when their id is not stored now (a stored one was last
-                // written by its own version, which stands).
-                if undecided.laterVersionSeen(of: entry) { continue }
-                guard try entry.rivalLost || !isStored(entry.feature.id) else { continue }
+                // A feature that lost to another id's row is judged again; the others when their
+                // id is not stored now (a stored one was last written by its own version, which
+                // stands). Against its own id's row, a later version of the same id in the
+                // document stands unless this one is strictly newer (as in the document: the
+                // newer wins, and on a tie the later one).
+                // A superseded row comes back only when the document has no word on its id:
+                // otherwise that word decides (it is an entry itself).
+                if entry.kind == .superseded && undecided.documentSpeaks(of: entry.feature.id) { continue }
+                let own = try fetch(entry.feature.id)
+                if let own {
+                    guard entry.kind == .lostToRival else { continue }
+                    if undecided.laterVersionSeen(of: entry) && !Self.isOlder(own, than: entry.feature) { continue }
+                }
                 position = entry.position
                 _ = try apply(entry.feature, hash: entry.hash)
             }
@@ -272,10 +279,6 @@ struct FeedImport {
         return true
     }
 
-    private func isStored(_ id: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes WHERE id = ?)", arguments: [id]) == true
-    }
-
     /// The `feedHash` of the row stored under `id` (UTF-8), if any.
     private func storedHash(of id: UnsafeRawBufferPointer) throws -> UInt64? {
         let s = selectHash.handle
@@ -317,13 +320,13 @@ struct FeedImport {
             // Its row may yet be superseded in this document. (A lagging copy of a whole feed
             // makes many of these: past the bound, they are not kept, and such a document may
             // need a second import to settle.)
-            undecided.add(incoming, hash: hash, rivalLost: false, position: position)
+            undecided.add(incoming, hash: hash, as: .staleAgainstOwnRow, position: position)
             return false
         }
         let rivals = try sameEvent(as: incoming, others: others)
         if let winner = rivals.first(where: { !Self.supersedes(incoming, $0) }) {
             report.stale += 1
-            undecided.add(incoming, hash: hash, rivalLost: true, position: position)  // the rival may yet change
+            undecided.add(incoming, hash: hash, as: .lostToRival, position: position)  // the rival may yet change
             // The newest word on this id says it is the winner's event, and the winner is newer:
             // the id's own older row is a second copy of that event.
             if let stored { try supersede(stored, by: winner.id) }
@@ -365,7 +368,7 @@ struct FeedImport {
 
     /// Deletes `row` as superseded by the event stored (or about to be) under `winner`.
     private mutating func supersede(_ row: FeedFeature, by winner: String) throws {
-        undecided.add(row, hash: 0, rivalLost: false, position: position)  // back if its superseder changes
+        undecided.add(row, hash: 0, as: .superseded, position: position)  // back if its superseder changes
         // Recorded first: the recorder reads what it needs of the row before it goes.
         try recorder.recordDelete(Self.tombstone(of: row), reason: .superseded, supersededBy: winner, row: row)
         delete.reset()
@@ -465,10 +468,18 @@ struct FeedImport {
 /// ids came again later in the document.
 struct Undecided {
     struct Entry {
+        enum Kind {
+            /// A feature of the document that lost to a row of another id.
+            case lostToRival
+            /// A feature of the document older than its own id's row.
+            case staleAgainstOwnRow
+            /// A row this import superseded.
+            case superseded
+        }
+
         var feature: FeedFeature
         var hash: UInt64
-        /// Lost to a row of another id (else: stale against its own id's row, or a row superseded).
-        var rivalLost: Bool
+        var kind: Kind
         /// Where in the document it was decided.
         var position: Int
     }
@@ -478,15 +489,22 @@ struct Undecided {
     static let maxOwnRowStale = 10_000
     var entries: [Entry] = []
     private var ids: Set<String> = []
+    private var spoken: Set<String> = []
     private var lastSeen: [String: Int] = [:]
 
     /// Whether elements' ids need to be reported with ``saw(_:at:)``.
     var isTracking: Bool { !ids.isEmpty }
 
-    mutating func add(_ feature: FeedFeature, hash: UInt64, rivalLost: Bool, position: Int) {
-        if !rivalLost && entries.count >= Self.maxOwnRowStale { return }
-        entries.append(Entry(feature: feature, hash: hash, rivalLost: rivalLost, position: position))
+    mutating func add(_ feature: FeedFeature, hash: UInt64, as kind: Entry.Kind, position: Int) {
+        if kind == .staleAgainstOwnRow && entries.count >= Self.maxOwnRowStale { return }
+        entries.append(Entry(feature: feature, hash: hash, kind: kind, position: position))
         ids.insert(feature.id)
+        if kind != .superseded { spoken.insert(feature.id) }
+    }
+
+    /// Whether a feature of the document with this id is undecided.
+    func documentSpeaks(of id: String) -> Bool {
+        spoken.contains(id)
     }
 
     /// An element with this id is at `position` of the document.

@@ -14,7 +14,7 @@ struct ModelTests {
     func randomCases() async throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["QUAKED_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_123
-        let cases = environment["QUAKED_MODEL_CASES"].flatMap { Int($0) } ?? 300
+        let cases = environment["QUAKED_MODEL_CASES"].flatMap { Int($0) } ?? 200
         let result = try await ModelCheck.run(cases: cases, seed: seed)
         print("model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.transactions) transactions")
         #expect(result.transactions > cases, "the cases hardly changed the store: the generator is off")
