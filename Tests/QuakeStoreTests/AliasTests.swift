@@ -112,6 +112,41 @@ struct AliasTests {
         }
     }
 
+    @Test("a newer version of an id that loses to another id's row takes its own older row with it")
+    func loserTakesItsOwnRow() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            try await Self.importChecked(
+                feedJSON([featureJSON(id: "us1", updated: 100), featureJSON(id: "ci2", updated: 500)]), into: store)
+            // us1 now says it is ci2's event, and ci2 is newer: us1's row is a second copy of ci2.
+            let report = try await Self.importChecked(
+                feedJSON([featureJSON(id: "us1", updated: 200, ids: ",us1,ci2,")]), into: store)
+            #expect(report.stale == 1 && report.superseded == 1)
+            #expect(try store.allQuakes().map(\.id) == ["ci2"])
+            let delete = try #require(try store.history(after: 1).transactions.first?.changes.first)
+            #expect(delete.quakeId == "us1" && delete.kind == .delete && delete.supersededBy == "ci2")
+        }
+    }
+
+    @Test("between versions under two ids: newer updated, then more ids listed, then the greater id")
+    func versionOrder() {
+        func version(_ id: String, _ updated: Int64?, _ ids: String) -> FeedFeature {
+            var f = FeedFeature(id: id, time: 1)
+            f.updated = updated
+            f.ids = ids
+            return f
+        }
+        let x = version("us1", 100, ",us1,")
+        let y = version("ci2", 100, ",ci2,us1,")
+        #expect(FeedImport.supersedes(y, x) && !FeedImport.supersedes(x, y))
+        let older = version("ci2", 99, ",ci2,us1,")
+        #expect(FeedImport.supersedes(x, older) && !FeedImport.supersedes(older, x))
+        let undated = version("ci2", nil, ",ci2,us1,")
+        #expect(FeedImport.supersedes(x, undated))
+        let a = version("aa1", 100, ",aa1,")
+        #expect(FeedImport.supersedes(x, a) && !FeedImport.supersedes(a, x))
+    }
+
     @Test("nothing changed: no token is used up, and the head stays a transaction's")
     func noPhantomToken() async throws {
         try await withTemporaryDirectory { dir in
