@@ -62,14 +62,16 @@ public enum ModelCheck {
     /// The real feed the documents' other properties come from.
     public static let templateFeed = Fixtures.usgs("lhayesgolding__EarthquakeData__significant_week.geojson")
 
-    /// Runs `cases` cases from `seed`; stops at the first failure, which comes back shrunk.
+    /// Runs `cases` cases of `seed`, from case `first`; stops at the first failure, which comes
+    /// back shrunk.
     public static func run(
-        cases: Int, seed: UInt64, shape: ModelShape = ModelShape(), progress: (@Sendable (Int) -> Void)? = nil
+        cases: Int, seed: UInt64, first: Int = 0, shape: ModelShape = ModelShape(),
+        progress: (@Sendable (Int) -> Void)? = nil
     ) async throws -> ModelCheckResult {
         let writer = try DocumentWriter(feed: templateFeed)
         let generator = ModelGenerator(templates: writer.templateCount, shape: shape)
         var result = ModelCheckResult()
-        for index in 0..<cases {
+        for index in first..<first + cases {
             let caseSeed = SeededRandom.caseSeed(seed, index)
             var random = SeededRandom(seed: caseSeed)
             let steps = generator.makeCase(&random)
@@ -83,7 +85,7 @@ public enum ModelCheck {
                     steps, failure: failure, writer: writer, caseIndex: index, caseSeed: caseSeed)
                 return result
             }
-            progress?(index + 1)
+            progress?(result.cases)
         }
         return result
     }

@@ -169,8 +169,8 @@ struct FeedImport {
                 // stands). Against its own id's row, a later version of the same id in the
                 // document stands unless this one is strictly newer (as in the document: the
                 // newer wins, and on a tie the later one).
-                // A superseded row comes back only when the document has no word on its id:
-                // otherwise that word decides (it is an entry itself).
+                // A row from before that was superseded comes back only when the document has no
+                // word on its id: otherwise that word decides (it is an entry itself).
                 if entry.kind == .superseded && undecided.documentSpeaks(of: entry.feature.id) { continue }
                 let own = try fetch(entry.feature.id)
                 if let own {
@@ -368,7 +368,10 @@ struct FeedImport {
 
     /// Deletes `row` as superseded by the event stored (or about to be) under `winner`.
     private mutating func supersede(_ row: FeedFeature, by winner: String) throws {
-        undecided.add(row, hash: 0, as: .superseded, position: position)  // back if its superseder changes
+        // Back if its superseder changes. A row this import wrote is the document's word on its
+        // id; one from before is not, and gives way to one that is.
+        let written = try recorder.recordsInsertsOfTableAtFinish || recorder.hasChange(of: row.id)
+        undecided.add(row, hash: 0, as: written ? .supersededWritten : .superseded, position: position)
         // Recorded first: the recorder reads what it needs of the row before it goes.
         try recorder.recordDelete(Self.tombstone(of: row), reason: .superseded, supersededBy: winner, row: row)
         delete.reset()
@@ -473,8 +476,10 @@ struct Undecided {
             case lostToRival
             /// A feature of the document older than its own id's row.
             case staleAgainstOwnRow
-            /// A row this import superseded.
+            /// A row from before this import, superseded by it.
             case superseded
+            /// A row this import wrote (a feature of the document) and then superseded.
+            case supersededWritten
         }
 
         var feature: FeedFeature

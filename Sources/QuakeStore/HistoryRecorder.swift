@@ -105,6 +105,14 @@ struct HistoryRecorder {
             supersededBy: supersededBy, row: row)
     }
 
+    /// Whether this transaction has a change row for the quake `id` so far.
+    func hasChange(of id: String) throws -> Bool {
+        guard let token else { return false }
+        return try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM historyChanges WHERE token = ? AND quakeId = ?)",
+            arguments: [token, id]) == true
+    }
+
     /// Writes the transaction's counts, counted from its change rows. A transaction whose changes
     /// all cancelled out is removed, and its token given back: the head stays a token that a
     /// transaction carries (or the last purged one).

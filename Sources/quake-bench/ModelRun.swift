@@ -20,6 +20,7 @@ struct ModelRun: AsyncParsableCommand {
             """)
 
     @Option(help: "Cases to run.") var cases = 1000
+    @Option(help: "The first case to run (case I of a seed is the same on every machine).") var first = 0
     @Option(help: "The run's seed (default: random, printed).") var seed: UInt64?
     @Option(help: "Steps per case.") var steps = 10
     @Option(help: "Events per case (each with up to three ids).") var events = 6
@@ -29,7 +30,7 @@ struct ModelRun: AsyncParsableCommand {
         print("model: seed \(seed), \(cases) cases of \(steps) steps over \(events) events")
         let started = ContinuousClock.now
         let result = try await ModelCheck.run(
-            cases: cases, seed: seed, shape: ModelShape(steps: steps, events: events),
+            cases: cases, seed: seed, first: first, shape: ModelShape(steps: steps, events: events),
             progress: { done in
                 if done % 500 == 0 { print("model: \(done) cases passed") }
             })
@@ -39,7 +40,9 @@ struct ModelRun: AsyncParsableCommand {
         )
         if let counterexample = result.counterexample {
             print(counterexample)
-            print("model: FAILED (rerun: quake-bench model --seed \(seed) --cases \(counterexample.caseIndex + 1) --steps \(steps) --events \(events))")
+            print(
+                "model: FAILED (rerun: quake-bench model --seed \(seed) --first \(counterexample.caseIndex) --cases 1 --steps \(steps) --events \(events))"
+            )
             throw ExitCode(1)
         }
         print("model: no counterexample")
