@@ -29,4 +29,27 @@ struct VarlinkFuzzFindingTests {
             _ = try? channel.finish()
         }
     }
+
+    // varlink-message: the deadline was not restarted for a message that began in the read that
+    // ended the one before, so it inherited that one's deadline.
+    @Test("a message begun in the read that ends the one before gets a deadline of its own")
+    func deadlinePerMessage() throws {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(
+            MessageLimitsHandler(maxMessageSize: 1024, deadline: .seconds(10), replies: ServerTests.replies))
+        try channel.writeInbound(ByteBuffer(string: "{\"a\""))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        try channel.writeInbound(ByteBuffer(string: ":1}\0{\"b\""))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "the second message has until 19 s")
+        try channel.writeInbound(ByteBuffer(string: ":2}\0"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        var messages: [String] = []
+        while var message = try channel.readInbound(as: ByteBuffer.self) {
+            messages.append(message.readString(length: message.readableBytes) ?? "")
+        }
+        #expect(messages == ["{\"a\"", ":1}\0{\"b\"", ":2}\0"], "every read is passed on")
+        _ = try? channel.finish()
+    }
 }
