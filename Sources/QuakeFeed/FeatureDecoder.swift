@@ -77,6 +77,11 @@ extension JSONReader {
 
     /// Decodes one element of `features` (at `i`, after whitespace), its texts appended to
     /// `arena`. `depth` is the element's depth.
+    ///
+    /// Of a repeated key the last one wins: a repeated `properties` or `geometry` replaces the
+    /// earlier one whole (as `featureIdentity` reads it too), a repeated field its earlier value.
+    /// A known field with a value of the wrong type makes the feature invalid even if it is given
+    /// again.
     mutating func feature(depth: Int) throws(ReadStop) -> DecodedElement {
         let c = try nextNonWS()
         guard c == UInt8(ascii: "{") else {
@@ -119,9 +124,10 @@ extension JSONReader {
                     }
                 case Key.properties:
                     let v = try nextNonWS()
+                    f.removeProperties()
                     time = nil
+                    timeProblem = "properties.time: missing"
                     if v == UInt8(ascii: "{") {
-                        timeProblem = "properties.time: missing"
                         try properties(&f, &time, &timeProblem, &invalid, depth: depth + 1)
                     } else {
                         try skipValue(depth: depth + 1)
@@ -401,8 +407,14 @@ extension JSONReader {
                     continue
                 }
                 repeat {
-                    guard try key() == Key.ids, try nextNonWS() == UInt8(ascii: "\"") else {
+                    guard try key() == Key.ids else {
                         try skipValue(depth: depth + 2)
+                        continue
+                    }
+                    // Anything but a string (null) is no ids, as `feature` decodes it.
+                    guard try nextNonWS() == UInt8(ascii: "\"") else {
+                        try skipValue(depth: depth + 2)
+                        hasAliases = false
                         continue
                     }
                     let s = try scanString()
@@ -416,5 +428,15 @@ extension JSONReader {
             }
         } while try !endOfObject()
         return (id, hasAliases)
+    }
+}
+
+extension FeatureRecord {
+    /// Back to no properties (the geometry's fields stay): a repeated `properties` replaces the
+    /// earlier one.
+    mutating func removeProperties() {
+        let (lon, lat, depth) = (self.lon, self.lat, self.depth)
+        self = FeatureRecord()
+        (self.lon, self.lat, self.depth) = (lon, lat, depth)
     }
 }

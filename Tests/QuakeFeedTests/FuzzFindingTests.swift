@@ -1,0 +1,58 @@
+import QuakeFeed
+import Testing
+
+/// What fuzzing found (scripts/fuzz, Fuzz/), each with its reproducer.
+@Suite("Fuzzing findings: feed")
+struct FuzzFindingTests {
+    /// The elements of `document` parsed without decoding (as the importer parses a feed), each
+    /// with its `hasAliases` and what decoding its bytes gives.
+    static func lazy(_ document: String) throws -> [(hasAliases: Bool, id: String?, decoded: DecodedElement)] {
+        var parser = FeedParser()
+        var elements: [(Bool, String?, DecodedElement)] = []
+        try Array(document.utf8).withUnsafeBytes { bytes in
+            try parser.consume(bytes, decode: false) { element in
+                let (decoded, _) = try FeedParser.decodeElement(
+                    element.bytes, index: element.index, base: element.offset)
+                elements.append((element.hasAliases, element.id, decoded))
+            }
+        }
+        try parser.finish()
+        return elements
+    }
+
+    // feed-parser: a repeated "properties" kept the fields of the first one that the second did
+    // not give (here ids), while featureIdentity, which the importer trusts without decoding,
+    // read only the second: hasAliases false for a record whose ids list another id.
+    @Test("a repeated properties object replaces the earlier one, as featureIdentity reads it")
+    func repeatedProperties() throws {
+        let element =
+            #"{"id":"a","properties":{"time":1,"ids":",a,b,","mag":5},"properties":{"time":2},"geometry":{"coordinates":[1,2]}}"#
+        let result = parse(document(features: element))
+        var expected = FeedFeature(id: "a", time: 2)
+        expected.lon = 1
+        expected.lat = 2
+        #expect(result.features == [expected])
+        let lazy = try Self.lazy(document(features: element))
+        #expect(lazy.count == 1)
+        guard case .record(let record) = lazy.first?.decoded else { Issue.record("not a record"); return }
+        #expect(!record.hasAliases)
+        #expect(lazy.first?.hasAliases == false)
+    }
+
+    // feed-parser: the same, with a null ids after a string one in one properties object.
+    @Test("ids given as a string and then as null is no ids, decoded or not")
+    func idsThenNull() throws {
+        let element = #"{"id":"a","properties":{"time":1,"ids":",a,b,","ids":null}}"#
+        #expect(parse(document(features: element)).features.first?.ids == nil)
+        let lazy = try Self.lazy(document(features: element))
+        guard case .record(let record) = lazy.first?.decoded else { Issue.record("not a record"); return }
+        #expect(!record.hasAliases)
+        #expect(lazy.first?.hasAliases == false)
+    }
+
+    @Test("a time problem of a replaced properties object is not reported")
+    func replacedTimeProblem() throws {
+        let result = parse(document(features: #"{"id":"a","properties":{"time":"x"},"properties":null}"#))
+        #expect(result.items == [.skipped(.missingTime, index: 0, detail: "properties.time: missing")])
+    }
+}
