@@ -1,12 +1,13 @@
 /// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
-/// dispatches on an integer instead of comparing strings. Longer keys it needs get small codes.
+/// dispatches on an integer instead of comparing strings. Longer keys it needs get codes no key
+/// packs to: a single byte that never occurs in UTF-8 (a small code like 1 is the key "\u0001").
 enum Key {
     static let id: UInt64 = 0x6469  // "id"
     static let type: UInt64 = 0x6570_7974  // "type"
     static let geometry: UInt64 = 0x7972_7465_6d6f_6567  // "geometry"
-    static let properties: UInt64 = 1  // "properties" (10 bytes)
-    static let coordinates: UInt64 = 2  // "coordinates" (11 bytes)
-    static let generated: UInt64 = 3  // "generated" (9 bytes)
+    static let properties: UInt64 = 0xFF  // "properties" (10 bytes)
+    static let coordinates: UInt64 = 0xFE  // "coordinates" (11 bytes)
+    static let generated: UInt64 = 0xFD  // "generated" (9 bytes)
     static let mag: UInt64 = 0x67_616d  // "mag"
     static let place: UInt64 = 0x65_6361_6c70  // "place"
     static let time: UInt64 = 0x656d_6974  // "time"

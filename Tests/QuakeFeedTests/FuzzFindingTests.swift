@@ -55,4 +55,22 @@ struct FuzzFindingTests {
         let result = parse(document(features: #"{"id":"a","properties":{"time":"x"},"properties":null}"#))
         #expect(result.items == [.skipped(.missingTime, index: 0, detail: "properties.time: missing")])
     }
+
+    // json-reader: the codes of the keys longer than 8 bytes (1, 2, 3) were also the packed codes
+    // of the keys "\u0001", "\u0002" and "\u0003", which then read as properties, coordinates
+    // and generated.
+    @Test("keys \\u0001, \\u0002 and \\u0003 are not properties, coordinates and generated")
+    func controlCharacterKeys() throws {
+        let result = parse(
+            #"{"type":"FeatureCollection","metadata":{"\u0003":5},"features":["#
+                + #"{"id":"a","\u0001":{"time":1}},"#
+                + #"{"id":"b","properties":{"time":1},"geometry":{"\u0002":[1,2]}}]}"#)
+        #expect(result.error == nil)
+        #expect(result.metadata.generated == nil)
+        #expect(
+            result.items == [
+                .skipped(.missingTime, index: 0, detail: "properties.time: missing"),
+                .skipped(.invalidField, index: 1, detail: "geometry.coordinates: missing"),
+            ])
+    }
 }
