@@ -73,4 +73,28 @@ struct FuzzFindingTests {
                 .skipped(.invalidField, index: 1, detail: "geometry.coordinates: missing"),
             ])
     }
+
+    struct Stop: Error {}
+
+    // feed-parser: after the consumer threw, an empty consume did not resume when an earlier
+    // element had straddled chunks (the parser still held that element's end scanner and waited
+    // for more bytes), and finish then dropped the elements still kept.
+    @Test("after the consumer throws, an empty consume resumes, also after an element straddled chunks")
+    func resumeAfterThrow() throws {
+        let features = [feature(id: #""a""#), feature(id: #""b""#), feature(id: #""c""#)]
+        let bytes = Array(document(features: features.joined(separator: ",")).utf8)
+        let cut = bytes.count / 4  // inside the first feature
+        var parser = FeedParser()
+        var ids: [String] = []
+        func take(_ item: FeedItem) throws {
+            guard case .feature(let f, _) = item else { return }
+            ids.append(f.id)
+            if f.id == "b" && ids.count == 2 { throw Stop() }
+        }
+        try parser.consume(Array(bytes[..<cut]), take)
+        #expect(throws: Stop.self) { try parser.consume(Array(bytes[cut...]), take) }
+        try parser.consume([], take)
+        try parser.finish()
+        #expect(ids == ["a", "b", "c"])
+    }
 }
