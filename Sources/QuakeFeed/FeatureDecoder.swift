@@ -332,6 +332,7 @@ extension JSONReader {
     }
 
     /// The top-level `metadata` value (at `i`): known fields of the right type, others ignored.
+    /// Of a repeated field the last one wins, null or of the wrong type too (then it is nil).
     mutating func metadata(depth: Int) throws(ReadStop) -> FeedMetadata {
         var m = FeedMetadata()
         guard try nextNonWS() == UInt8(ascii: "{") else {
@@ -362,6 +363,15 @@ extension JSONReader {
                 }
             } else {
                 try skipValue(depth: depth + 1)
+                switch k {
+                case Key.url: m.url = nil
+                case Key.title: m.title = nil
+                case Key.api: m.api = nil
+                case Key.generated: m.generated = nil
+                case Key.status: m.status = nil
+                case Key.count: m.count = nil
+                default: break
+                }
             }
         } while try !endOfObject()
         return m

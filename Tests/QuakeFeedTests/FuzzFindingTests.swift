@@ -97,4 +97,17 @@ struct FuzzFindingTests {
         try parser.finish()
         #expect(ids == ["a", "b", "c"])
     }
+
+    // feed-parser (its model of the format): a metadata field given again as null or with the
+    // wrong type kept its earlier value; the last one wins elsewhere, and the wrong type is nil.
+    @Test("a metadata field given again as null or of the wrong type is nil")
+    func repeatedMetadata() {
+        let result = parse(
+            #"{"type":"FeatureCollection","metadata":{"count":5,"count":null,"url":"a","url":5,"#
+                + #""generated":1,"generated":"x","status":200,"status":2e2,"title":"t","title":null},"features":[]}"#)
+        #expect(result.error == nil)
+        var expected = FeedMetadata()
+        expected.status = 200
+        #expect(result.metadata == expected)
+    }
 }
