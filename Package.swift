@@ -8,6 +8,10 @@ let package = Package(
         .executable(name: "quaked", targets: ["quaked"]),
         .executable(name: "quakectl", targets: ["quakectl"]),
         .executable(name: "quake-bench", targets: ["quake-bench"]),
+        // For the fuzz targets (Fuzz/Package.swift), which test these modules from another package.
+        .library(name: "QuakeFeed", targets: ["QuakeFeed"]),
+        .library(name: "Varlink", targets: ["Varlink"]),
+        .library(name: "QuakeProtocol", targets: ["QuakeProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -179,3 +183,15 @@ let package = Package(
         ),
     ]
 )
+
+// Fuzzing (Fuzz/Package.swift, scripts/fuzz): built with QUAKED_FUZZ set, the modules the fuzz
+// targets test are compiled with libFuzzer's coverage instrumentation and AddressSanitizer, and
+// testable (a few of the targets read internals). Per target rather than with -Xswiftc, which would
+// also reach varlink-swift-gen, the code generator the build-tool plugin runs.
+if Context.environment["QUAKED_FUZZ"] != nil {
+    for target in package.targets where ["QuakeFeed", "Varlink", "QuakeProtocol"].contains(target.name) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [
+            .unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])
+        ]
+    }
+}

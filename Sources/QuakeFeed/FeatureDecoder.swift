@@ -1,12 +1,13 @@
 /// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
-/// dispatches on an integer instead of comparing strings. Longer keys it needs get small codes.
+/// dispatches on an integer instead of comparing strings. Longer keys it needs get codes no key
+/// packs to: a single byte that never occurs in UTF-8 (a small code like 1 is the key "\u0001").
 enum Key {
     static let id: UInt64 = 0x6469  // "id"
     static let type: UInt64 = 0x6570_7974  // "type"
     static let geometry: UInt64 = 0x7972_7465_6d6f_6567  // "geometry"
-    static let properties: UInt64 = 1  // "properties" (10 bytes)
-    static let coordinates: UInt64 = 2  // "coordinates" (11 bytes)
-    static let generated: UInt64 = 3  // "generated" (9 bytes)
+    static let properties: UInt64 = 0xFF  // "properties" (10 bytes)
+    static let coordinates: UInt64 = 0xFE  // "coordinates" (11 bytes)
+    static let generated: UInt64 = 0xFD  // "generated" (9 bytes)
     static let mag: UInt64 = 0x67_616d  // "mag"
     static let place: UInt64 = 0x65_6361_6c70  // "place"
     static let time: UInt64 = 0x656d_6974  // "time"
@@ -77,6 +78,11 @@ extension JSONReader {
 
     /// Decodes one element of `features` (at `i`, after whitespace), its texts appended to
     /// `arena`. `depth` is the element's depth.
+    ///
+    /// Of a repeated key the last one wins: a repeated `properties` or `geometry` replaces the
+    /// earlier one whole (as `featureIdentity` reads it too), a repeated field its earlier value.
+    /// A known field with a value of the wrong type makes the feature invalid even if it is given
+    /// again.
     mutating func feature(depth: Int) throws(ReadStop) -> DecodedElement {
         let c = try nextNonWS()
         guard c == UInt8(ascii: "{") else {
@@ -119,9 +125,10 @@ extension JSONReader {
                     }
                 case Key.properties:
                     let v = try nextNonWS()
+                    f.removeProperties()
                     time = nil
+                    timeProblem = "properties.time: missing"
                     if v == UInt8(ascii: "{") {
-                        timeProblem = "properties.time: missing"
                         try properties(&f, &time, &timeProblem, &invalid, depth: depth + 1)
                     } else {
                         try skipValue(depth: depth + 1)
@@ -327,6 +334,7 @@ extension JSONReader {
     }
 
     /// The top-level `metadata` value (at `i`): known fields of the right type, others ignored.
+    /// Of a repeated field the last one wins, null or of the wrong type too (then it is nil).
     mutating func metadata(depth: Int) throws(ReadStop) -> FeedMetadata {
         var m = FeedMetadata()
         guard try nextNonWS() == UInt8(ascii: "{") else {
@@ -357,6 +365,15 @@ extension JSONReader {
                 }
             } else {
                 try skipValue(depth: depth + 1)
+                switch k {
+                case Key.url: m.url = nil
+                case Key.title: m.title = nil
+                case Key.api: m.api = nil
+                case Key.generated: m.generated = nil
+                case Key.status: m.status = nil
+                case Key.count: m.count = nil
+                default: break
+                }
             }
         } while try !endOfObject()
         return m
@@ -403,8 +420,14 @@ extension JSONReader {
                     continue
                 }
                 repeat {
-                    guard try key() == Key.ids, try nextNonWS() == UInt8(ascii: "\"") else {
+                    guard try key() == Key.ids else {
                         try skipValue(depth: depth + 2)
+                        continue
+                    }
+                    // Anything but a string (null) is no ids, as `feature` decodes it.
+                    guard try nextNonWS() == UInt8(ascii: "\"") else {
+                        try skipValue(depth: depth + 2)
+                        ids = nil
                         continue
                     }
                     ids = try scanString()
@@ -424,5 +447,15 @@ extension JSONReader {
                     id: UnsafeRawBufferPointer($0))
             } ?? FeedFeature.idsListOthers(string(ids), id: id)
         return (id, hasAliases)
+    }
+}
+
+extension FeatureRecord {
+    /// Back to no properties (the geometry's fields stay): a repeated `properties` replaces the
+    /// earlier one.
+    mutating func removeProperties() {
+        let (lon, lat, depth) = (self.lon, self.lat, self.depth)
+        self = FeatureRecord()
+        (self.lon, self.lat, self.depth) = (lon, lat, depth)
     }
 }

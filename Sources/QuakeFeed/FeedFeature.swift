@@ -155,7 +155,7 @@ public struct FeedElement {
 
     /// The seed of ``hash(_:)``, which names the decoder's version: a change to how bytes decode
     /// into a ``FeedItem`` must change it, or stored hashes would vouch for rows decoded the old way.
-    public static let hashSeed: UInt64 = 1
+    public static let hashSeed: UInt64 = 2
 
     /// XXH64 of an element's bytes with ``hashSeed``.
     public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {

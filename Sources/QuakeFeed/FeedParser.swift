@@ -131,6 +131,8 @@ public struct FeedParser: Sendable {
 
     /// End of input: throws `.truncated` unless the document is complete (root closed, only
     /// whitespace after it), or `.wrongType` when `features` never came or `type` is missing.
+    /// After `body` threw, call `consume` (with an empty chunk) until it returns first: elements
+    /// still kept are not handed over by `finish`.
     public mutating func finish() throws {
         if let failure { throw failure }
         if !carry.isEmpty {
@@ -162,6 +164,9 @@ public struct FeedParser: Sendable {
         _ buf: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, eof: Bool, _ decode: Bool,
         _ body: (FeedElement) throws -> Void
     ) throws(FeedError) -> (stop: Int, bodyError: (any Error)?) {
+        // Set again below if `buf` ends inside a value; after this run the carry is anything else
+        // (the rest of a chunk whose `body` threw), which a left-over boundary would misjudge.
+        boundary = nil
         var r = JSONReader(buf, base: base, endIsDelimiter: endIsDelimiter, maxDepth: limits.maxDepth)
         swap(&r.arena, &arena)
         defer { swap(&r.arena, &arena) }

@@ -31,10 +31,12 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
         let view = unwrapInboundIn(data).readableBytesView
         var start = view.startIndex
         var longest = 0
+        var ended = false
         while let nul = view[start...].firstIndex(of: 0) {
             longest = max(longest, pending + (nul - start))
             pending = 0
             start = nul + 1
+            ended = true
         }
         pending += view.endIndex - start
         longest = max(longest, pending)
@@ -42,18 +44,18 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
             fail(context: context, reply: replies.messageTooLarge(maxMessageSize))
             return
         }
-        if pending > 0 {
-            if timer == nil {
-                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                let seconds = Double(deadline.nanoseconds) / 1e9
-                timer = context.eventLoop.scheduleTask(in: deadline) {
-                    let (handler, context) = bound.value
-                    handler.fail(context: context, reply: handler.replies.messageTimeout(Int(seconds.rounded(.up))))
-                }
-            }
-        } else {
+        if ended {
+            // The message the deadline was for is complete: one begun in this read gets its own.
             timer?.cancel()
             timer = nil
+        }
+        if pending > 0 && timer == nil {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let seconds = Double(deadline.nanoseconds) / 1e9
+            timer = context.eventLoop.scheduleTask(in: deadline) {
+                let (handler, context) = bound.value
+                handler.fail(context: context, reply: handler.replies.messageTimeout(Int(seconds.rounded(.up))))
+            }
         }
         context.fireChannelRead(data)
     }

@@ -2,8 +2,10 @@ import NIOCore
 
 /// Splits a byte stream into Varlink messages at NUL bytes.
 ///
-/// A message longer than `maxMessageSize` without its NUL is an error (`MessageTooLarge`), after
-/// which the connection is closed: the rest of the stream cannot be trusted to be in step.
+/// A message longer than `maxMessageSize` (not counting its NUL) is an error (`MessageTooLarge`),
+/// whether its NUL has arrived or not, so the verdict does not depend on how the stream was split
+/// into reads. After it the connection is closed: the rest of the stream cannot be trusted to be
+/// in step.
 public struct NULFrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = ByteBuffer
 
@@ -22,6 +24,7 @@ public struct NULFrameDecoder: ByteToMessageDecoder {
         let view = buffer.readableBytesView
         if let nul = view.dropFirst(scanned).firstIndex(of: 0) {
             let length = nul - view.startIndex
+            if length > maxMessageSize { throw MessageTooLarge(limit: maxMessageSize) }
             let frame = buffer.readSlice(length: length)!
             buffer.moveReaderIndex(forwardBy: 1)
             scanned = 0

@@ -1,0 +1,74 @@
+// Fuzzes Varlink's JSONScanner (the strict pull parser generated types decode with) over
+// arbitrary bytes:
+// - `skipValue` accepts exactly what `JSONValue` accepts, save numbers too large for a Double;
+// - whatever `JSONValue` and every generated type decode, their own text decodes back to the same
+//   value (writer and reader are inverses), and what a generated type takes is JSON;
+// - `nextHashedKey`'s hash is `keyHash` of the key (generated decoders switch on it).
+// The JSON-level differential against QuakeFeed's JSONReader is in json-reader.
+
+import FuzzSupport
+import Varlink
+import VarlinkFuzzSupport
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzVarlinkJSON(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    let input = bytes(start, count)
+
+    var scanner = JSONScanner(input)
+    var valid = true
+    do {
+        _ = try scanner.skipValue()
+        try scanner.finish()
+    } catch {
+        valid = false
+    }
+    let value = try? JSONValue.decode(json: input)
+    if value != nil {
+        check(valid, "JSONValue decodes \(show(input)), skipValue refuses it")
+    } else if valid {
+        // JSONValue also refuses duplicate keys and numbers beyond Double.
+        check(hasDuplicateKeyOrHugeNumber(input), "skipValue accepts \(show(input)), JSONValue refuses it")
+    }
+    checkKeyHashes(input)
+    for (_, check) in generatedTypes { _ = check(input) }
+    return 0
+}
+
+/// Walks `input` with `nextHashedKey` wherever there is an object; returns whether some object
+/// has a key twice or some number is not finite as a Double (what JSONValue refuses on top).
+@discardableResult
+func checkKeyHashes(_ input: [UInt8]) -> Bool {
+    var scanner = JSONScanner(input)
+    var odd = false
+    do {
+        try walk(&scanner, input, &odd)
+    } catch {}
+    return odd
+}
+
+func hasDuplicateKeyOrHugeNumber(_ input: [UInt8]) -> Bool { checkKeyHashes(input) }
+
+func walk(_ s: inout JSONScanner, _ input: [UInt8], _ odd: inout Bool) throws(VarlinkParameterError) {
+    var k = s.offset
+    while k < input.count, [0x20, 0x09, 0x0A, 0x0D].contains(input[k]) { k += 1 }
+    switch k < input.count ? input[k] : 0 {
+    case UInt8(ascii: "{"):
+        try s.beginObject()
+        var keys: Set<String> = []
+        while let (key, hash) = try s.nextHashedKey() {
+            check(hash == JSONScanner.keyHash(key), "nextHashedKey: the hash of \"\(key)\" is not keyHash")
+            if !keys.insert(key).inserted { odd = true }
+            try walk(&s, input, &odd)
+        }
+    case UInt8(ascii: "["):
+        try s.beginArray()
+        while try s.nextElement() { try walk(&s, input, &odd) }
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        let range = try s.skipValue()
+        if let double = Double(String(decoding: input[range], as: UTF8.self)), !double.isFinite { odd = true }
+    default:
+        _ = try s.skipValue()
+    }
+}
+
+runFuzzer(fuzzVarlinkJSON)
