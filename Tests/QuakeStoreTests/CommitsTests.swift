@@ -1,6 +1,6 @@
 import Foundation
 import QuakeTestSupport
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import QuakeStore
@@ -292,17 +292,17 @@ final class CommitLog: Sendable {
         var commits: [StoreCommit] = []
         var ended = false
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
-    var commits: [StoreCommit] { state.withLock { $0.commits } }
-    var ended: Bool { state.withLock { $0.ended } }
+    var commits: [StoreCommit] { state.withLockedValue { $0.commits } }
+    var ended: Bool { state.withLockedValue { $0.ended } }
 
     func append(_ commit: StoreCommit) {
-        state.withLock { $0.commits.append(commit) }
+        state.withLockedValue { $0.commits.append(commit) }
     }
 
     func end() {
-        state.withLock { $0.ended = true }
+        state.withLockedValue { $0.ended = true }
     }
 
     /// Waits until `done` holds for the commits seen (or the iteration ended, or `timeout`
@@ -310,7 +310,7 @@ final class CommitLog: Sendable {
     func waitFor(within timeout: Duration, until done: ([StoreCommit]) -> Bool) async throws -> [StoreCommit] {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let (commits, ended) = state.withLock { ($0.commits, $0.ended) }
+            let (commits, ended) = state.withLockedValue { ($0.commits, $0.ended) }
             if done(commits) || ended || ContinuousClock.now >= deadline { return commits }
             try await Task.sleep(for: .milliseconds(2))
         }
