@@ -42,6 +42,7 @@ let package = Package(
                 "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The Varlink interface-file parser and the Swift generator behind the build-tool plugin.
@@ -55,6 +56,7 @@ let package = Package(
             name: "Varlink",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             plugins: ["VarlinkGenerator"]
@@ -76,6 +78,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
@@ -102,6 +105,7 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The `quakectl` command line: commands, options and output.
@@ -137,6 +141,7 @@ let package = Package(
             name: "QuakeTestSupport",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
@@ -167,7 +172,10 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeStoreTests",
-            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck"]
+            dependencies: [
+                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "QuakedTests",
@@ -179,6 +187,7 @@ let package = Package(
                 "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

@@ -1,6 +1,6 @@
 import Foundation
 import QuakeProtocol
-import Synchronization
+import NIOConcurrencyHelpers
 import Varlink
 
 /// What a ``Watcher`` tells its caller. It prints nothing itself: the caller decides how each
@@ -267,7 +267,7 @@ public struct Watcher: Sendable {
 
 /// When the subscription last said something.
 final class EventClock: Sendable {
-    private let instant = Mutex(ContinuousClock.now)
-    var last: ContinuousClock.Instant { instant.withLock { $0 } }
-    func touch() { instant.withLock { $0 = .now } }
+    private let instant = NIOLockedValueBox(ContinuousClock.now)
+    var last: ContinuousClock.Instant { instant.withLockedValue { $0 } }
+    func touch() { instant.withLockedValue { $0 = .now } }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Tells everyone in this process waiting for one store's commits that a write through it has
 /// committed, so they need not wait for a poll to find out.
@@ -12,17 +12,17 @@ final class CommitSignal: Sendable {
         var nextWaiterID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     /// How many signals there have been. Read it before looking at the store; then
     /// ``wait(past:)`` returns at once if a commit was signalled since.
     var generation: UInt64 {
-        state.withLock { $0.generation }
+        state.withLockedValue { $0.generation }
     }
 
     /// Called after a transaction that created a history transaction has committed.
     func signal() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
@@ -33,13 +33,13 @@ final class CommitSignal: Sendable {
     /// Returns once the generation is not `seen` any more (at once if it already is not), or when
     /// the task is cancelled.
     func wait(past seen: UInt64) async {
-        let id = state.withLock { state -> UInt64 in
+        let id = state.withLockedValue { state -> UInt64 in
             defer { state.nextWaiterID &+= 1 }
             return state.nextWaiterID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
+                let resumeNow = state.withLockedValue { state -> Bool in
                     // The cancellation flag is set before `onCancel` runs: either `onCancel` finds
                     // this waiter, or this check sees the flag.
                     if state.generation != seen || Task.isCancelled { return true }
@@ -49,7 +49,7 @@ final class CommitSignal: Sendable {
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 

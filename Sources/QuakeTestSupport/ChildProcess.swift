@@ -55,6 +55,21 @@ public final class ChildProcess: @unchecked Sendable {
     /// A test that fails before it stops its child must not leave the process running.
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        release()
+    }
+
+    /// Breaks the reference cycles Foundation leaves behind: a readability handler's dispatch
+    /// source and the pipe it reads hold each other until the handler is removed, and a Process
+    /// holds itself through its run-loop source until `waitUntilExit()` returns (swift-corelibs-
+    /// foundation clears the source there and nowhere else; `isRunning` turning false does not).
+    /// Without this, every child leaked its Process, both pipes and their four file descriptors
+    /// (LeakSanitizer's finding; about 1,500 descriptors over the whole suite).
+    private func release() {
+        stdoutPipe.fileHandleForReading.readabilityHandler = nil
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        // Returns at once for an exited child (reaped, or never started); after the SIGKILL
+        // above, as soon as the kernel has reaped it.
+        if process.processIdentifier != 0 { process.waitUntilExit() }
     }
 
     public var pid: Int32 { process.processIdentifier }
@@ -78,8 +93,10 @@ public final class ChildProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // Let the readability handlers drain what is left in the pipes.
+        // Let the readability handlers drain what is left in the pipes, then stop them and read
+        // the rest ourselves.
         try await Task.sleep(for: .milliseconds(50))
+        release()
         let rest = stdoutPipe.fileHandleForReading.readDataToEndOfFile()
         let restErr = stderrPipe.fileHandleForReading.readDataToEndOfFile()
         lock.withLock {

@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -74,7 +74,7 @@ public final class FeedTestServer: Sendable {
     /// The bytes per chunk when streaming a body.
     static let chunkSize = 64 * 1024
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let serverChannel: any Channel
     private let runTask: Task<Void, Never>
 
@@ -172,7 +172,7 @@ public final class FeedTestServer: Sendable {
     /// An empty script makes the path answer 404 again. The request log is kept.
     public func setResponses(_ path: String, _ responses: [TestResponse]) {
         let key = Self.normalize(path)
-        state.withLock {
+        state.withLockedValue {
             $0.scripts[key] = responses.isEmpty ? nil : responses
             $0.served[key] = 0
         }
@@ -188,23 +188,23 @@ public final class FeedTestServer: Sendable {
     /// The requests received for `path` (query ignored), oldest first, including 404s.
     public func requests(_ path: String) -> [RecordedRequest] {
         let key = Self.normalize(path)
-        return state.withLock { $0.log[key] ?? [] }
+        return state.withLockedValue { $0.log[key] ?? [] }
     }
 
     /// How many requests `path` received.
     public func requestCount(_ path: String) -> Int {
         let key = Self.normalize(path)
-        return state.withLock { $0.log[key]?.count ?? 0 }
+        return state.withLockedValue { $0.log[key]?.count ?? 0 }
     }
 
     /// Every request received, oldest first per path, in path order.
     public var allRequests: [RecordedRequest] {
-        state.withLock { state in state.log.keys.sorted().flatMap { state.log[$0]! } }
+        state.withLockedValue { state in state.log.keys.sorted().flatMap { state.log[$0]! } }
     }
 
     /// Forgets the request log (scripts and their positions are kept).
     public func clearRequests() {
-        state.withLock { $0.log = [:] }
+        state.withLockedValue { $0.log = [:] }
     }
 
     /// Waits until `path` has received at least `count` requests, or throws
@@ -263,7 +263,7 @@ public final class FeedTestServer: Sendable {
         let path = Self.normalize(request.uri)
         let (headers, acceptsGzip) = AcceptEncodingNormalizer.restore(request.headers)
         let recorded = RecordedRequest(method: request.method.rawValue, uri: request.uri, path: path, headers: headers)
-        let scripted: TestResponse? = state.withLock { state in
+        let scripted: TestResponse? = state.withLockedValue { state in
             state.log[path, default: []].append(recorded)
             guard let script = state.scripts[path] else { return nil }
             let index = state.served[path, default: 0]
@@ -405,9 +405,9 @@ private let compressMarker = "x-feedtestserver-compress"
 
 /// Lets the server reach itself from the accept loop, which starts before the server object exists.
 private final class ServerBox: Sendable {
-    private let value = Mutex<FeedTestServer?>(nil)
-    var server: FeedTestServer? { value.withLock { $0 } }
-    func set(_ server: FeedTestServer) { value.withLock { $0 = server } }
+    private let value = NIOLockedValueBox<FeedTestServer?>(nil)
+    var server: FeedTestServer? { value.withLockedValue { $0 } }
+    func set(_ server: FeedTestServer) { value.withLockedValue { $0 = server } }
 }
 
 /// Makes `HTTPResponseCompressor` choose gzip whenever the client accepts gzip.

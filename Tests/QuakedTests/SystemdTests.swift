@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import QuakeDaemon
@@ -246,9 +246,9 @@ private func withEnvironment(_ values: [String: String?], _ body: () throws -> V
 
 /// Lines captured from a `StderrLogHandler` output closure.
 private final class CapturedLines: Sendable {
-    private let lines = Mutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
+    private let lines = NIOLockedValueBox<[String]>([])
+    func append(_ line: String) { lines.withLockedValue { $0.append(line) } }
+    var all: [String] { lines.withLockedValue { $0 } }
 }
 
 struct SocketError: Error, CustomStringConvertible {

@@ -3,7 +3,7 @@ import NIOCore
 import QuakeProtocol
 import QuakeStore
 import ServiceLifecycle
-import Synchronization
+import NIOConcurrencyHelpers
 import Varlink
 
 /// Remote-change notifications: tells every subscriber the newest history token.
@@ -53,7 +53,7 @@ public final class ChangeBroadcaster: Service, Sendable {
             /// The task is writing a reply.
             var writing = false
         }
-        private let state: Mutex<State>
+        private let state: NIOLockedValueBox<State>
         private let wakeup = Wakeup()
         private let sendNow: (@Sendable (ByteBuffer) -> Bool)?
         /// The connection's event loop: the publisher offers changes from it.
@@ -64,15 +64,15 @@ public final class ChangeBroadcaster: Service, Sendable {
             self.heartbeat = heartbeat
             self.sendNow = sendNow
             self.eventLoop = eventLoop
-            self.state = Mutex(State(lastSent: 0, heartbeatDue: .now + heartbeat))
+            self.state = NIOLockedValueBox(State(lastSent: 0, heartbeatDue: .now + heartbeat))
         }
 
         /// The newest head sent (or announced in the first reply).
-        var lastSent: HistoryToken { state.withLock { $0.lastSent } }
+        var lastSent: HistoryToken { state.withLockedValue { $0.lastSent } }
 
         /// The first reply, announcing `head`, has been written; later changes go out from now on.
         func markReady(announced head: HistoryToken) {
-            let waiting = state.withLock { state in
+            let waiting = state.withLockedValue { state in
                 state.ready = true
                 state.lastSent = max(state.lastSent, head)
                 return state.pending != nil
@@ -81,7 +81,7 @@ public final class ChangeBroadcaster: Service, Sendable {
         }
 
         fileprivate func offer(_ change: Change) {
-            let queued = state.withLock { state -> Bool in
+            let queued = state.withLockedValue { state -> Bool in
                 guard change.head > state.lastSent else { return false }
                 if state.ready, !state.writing, state.pending == nil, let sendNow, sendNow(change.frame) {
                     state.lastSent = change.head
@@ -97,7 +97,7 @@ public final class ChangeBroadcaster: Service, Sendable {
 
         /// Flags the heartbeat when it is due (called by the ticker).
         fileprivate func tick(now: ContinuousClock.Instant) {
-            let due = state.withLock { state -> Bool in
+            let due = state.withLockedValue { state -> Bool in
                 guard state.pending == nil, !state.heartbeatPending, now >= state.heartbeatDue else { return false }
                 state.heartbeatPending = true
                 return true
@@ -116,7 +116,7 @@ public final class ChangeBroadcaster: Service, Sendable {
         }
 
         func finishedWriting() {
-            let waiting = state.withLock { state in
+            let waiting = state.withLockedValue { state in
                 state.writing = false
                 return state.pending != nil
             }
@@ -124,7 +124,7 @@ public final class ChangeBroadcaster: Service, Sendable {
         }
 
         private func take() -> Event? {
-            state.withLock { state in
+            state.withLockedValue { state in
                 guard state.ready, !state.writing else { return nil }
                 let event: Event
                 if let change = state.pending, change.head > state.lastSent {
@@ -147,7 +147,7 @@ public final class ChangeBroadcaster: Service, Sendable {
 
     private let store: QuakeStore
     private let storeID: String
-    private let subscriptions = Mutex<[ObjectIdentifier: Subscription]>([:])
+    private let subscriptions = NIOLockedValueBox<[ObjectIdentifier: Subscription]>([:])
 
     public init(store: QuakeStore) {
         self.store = store
@@ -168,7 +168,7 @@ public final class ChangeBroadcaster: Service, Sendable {
                         while true {
                             try await Task.sleep(for: Self.tick)
                             let now = ContinuousClock.now
-                            for subscription in self.subscriptions.withLock({ Array($0.values) }) {
+                            for subscription in self.subscriptions.withLockedValue({ Array($0.values) }) {
                                 subscription.tick(now: now)
                             }
                         }
@@ -186,7 +186,7 @@ public final class ChangeBroadcaster: Service, Sendable {
     static let tick = Duration.milliseconds(250)
 
     /// The number of subscribers.
-    public var count: Int { subscriptions.withLock { $0.count } }
+    public var count: Int { subscriptions.withLockedValue { $0.count } }
 
     /// Announces a committed transaction to every subscriber. Subscribers are offered the change
     /// from their connection's event loop, one task per loop: a write then needs no hop from
@@ -195,7 +195,7 @@ public final class ChangeBroadcaster: Service, Sendable {
         let change = Change(
             head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
         var byLoop: [ObjectIdentifier: (loop: any EventLoop, subscriptions: [Subscription])] = [:]
-        for subscription in subscriptions.withLock({ Array($0.values) }) {
+        for subscription in subscriptions.withLockedValue({ Array($0.values) }) {
             guard let loop = subscription.eventLoop else {
                 subscription.offer(change)
                 continue
@@ -225,8 +225,8 @@ public final class ChangeBroadcaster: Service, Sendable {
     ) async rethrows -> T {
         let subscription = Subscription(heartbeat: heartbeat, sendNow: sendNow, eventLoop: eventLoop)
         let key = ObjectIdentifier(subscription)
-        subscriptions.withLock { $0[key] = subscription }
-        defer { _ = subscriptions.withLock { $0.removeValue(forKey: key) } }
+        subscriptions.withLockedValue { $0[key] = subscription }
+        defer { _ = subscriptions.withLockedValue { $0.removeValue(forKey: key) } }
         return try await body(subscription)
     }
 }

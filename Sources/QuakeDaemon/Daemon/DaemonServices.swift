@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import QuakeStore
 import ServiceLifecycle
-import Synchronization
+import NIOConcurrencyHelpers
 import UnixSignals
 
 /// Reloads the configuration on SIGHUP (swift-service-lifecycle leaves SIGHUP to us).
@@ -45,18 +45,18 @@ struct WatchdogPinger: Service {
 final class StoreMaintenance: Service, Sendable {
     private let store: QuakeStore
     private let logger: Logger
-    private let settings: Mutex<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
+    private let settings: NIOLockedValueBox<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
     private let wakeup = Wakeup()
 
     init(store: QuakeStore, configuration: DaemonConfiguration, logger: Logger) {
         self.store = store
         self.logger = logger
-        self.settings = Mutex(
+        self.settings = NIOLockedValueBox(
             (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
     }
 
     func apply(_ configuration: DaemonConfiguration) {
-        settings.withLock {
+        settings.withLockedValue {
             $0 = (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention)
         }
         wakeup.signal()
@@ -72,7 +72,7 @@ final class StoreMaintenance: Service, Sendable {
     }
 
     func runOnce() async {
-        let (historyMaxAge, hardMaxAge, eventRetention) = settings.withLock { $0 }
+        let (historyMaxAge, hardMaxAge, eventRetention) = settings.withLockedValue { $0 }
         do {
             if let eventRetention, let token = try await store.applyRetention(maxAge: eventRetention) {
                 logger.info("expired old quakes", metadata: ["history.token": "\(token)"])

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Re-reads the configuration (SIGHUP, `io.quaked.Reload`) and applies what can change while
 /// running: feeds, interval, retry timings, HTTP limits, history and event retention.
@@ -9,36 +9,36 @@ import Synchronization
 /// state directory or the socket take effect at the next restart and say so in the log.
 public final class Reloader: Sendable {
     private let loader: ConfigurationLoader
-    private let current: Mutex<DaemonConfiguration>
+    private let current: NIOLockedValueBox<DaemonConfiguration>
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let applyConfiguration: @Sendable (DaemonConfiguration) async -> Void
     /// One reload at a time.
-    private let inProgress = Mutex(false)
+    private let inProgress = NIOLockedValueBox(false)
 
     public init(
         loader: ConfigurationLoader, configuration: DaemonConfiguration, notifier: SystemdNotifier, logger: Logger,
         apply: @escaping @Sendable (DaemonConfiguration) async -> Void
     ) {
         self.loader = loader
-        self.current = Mutex(configuration)
+        self.current = NIOLockedValueBox(configuration)
         self.notifier = notifier
         self.logger = logger
         self.applyConfiguration = apply
     }
 
-    public var configuration: DaemonConfiguration { current.withLock { $0 } }
+    public var configuration: DaemonConfiguration { current.withLockedValue { $0 } }
 
     /// Reloads; throws ``ConfigurationError`` when the new configuration is rejected.
     public func reload() async throws {
         guard
-            inProgress.withLock({ busy in
+            inProgress.withLockedValue({ busy in
                 defer { busy = true }; return !busy
             })
         else {
             throw ConfigurationError(key: "reload", source: "reload", problem: "a reload is already in progress")
         }
-        defer { inProgress.withLock { $0 = false } }
+        defer { inProgress.withLockedValue { $0 = false } }
         notifier.reloading()
         defer { notifier.ready() }
         let new: DaemonConfiguration
@@ -48,7 +48,7 @@ public final class Reloader: Sendable {
             logger.error("reload rejected; the running configuration stays", metadata: ["error": "\(error)"])
             throw error
         }
-        let old = current.withLock { state in
+        let old = current.withLockedValue { state in
             defer { state = new }; return state
         }
         if new.stateDirectory != old.stateDirectory || new.socketPath != old.socketPath

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import QuakeStore
 import ServiceLifecycle
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Pulls every configured feed on its schedule, one loop per feed, and serves on-demand refreshes.
 ///
@@ -41,27 +41,27 @@ public final class FeedScheduler: Service, Sendable {
     }
 
     private let store: QuakeStore
-    private let puller: Mutex<FeedPuller>
+    private let puller: NIOLockedValueBox<FeedPuller>
     private let logger: Logger
     private let observer: PullObserver
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
     private let replanned = Wakeup()
 
     public init(store: QuakeStore, puller: FeedPuller, plan: Plan, logger: Logger, observer: @escaping PullObserver) {
         self.store = store
-        self.puller = Mutex(puller)
+        self.puller = NIOLockedValueBox(puller)
         self.logger = logger
         self.observer = observer
-        self.state = Mutex(State(plan: plan))
-        state.withLock { state in
+        self.state = NIOLockedValueBox(State(plan: plan))
+        state.withLockedValue { state in
             for feed in plan.feeds { state.feeds[feed.name] = FeedRuntime(status: FeedStatus(feed: feed)) }
         }
     }
 
     /// Replaces the feeds and timings (SIGHUP). Feeds that stay keep their status and validators.
     public func apply(_ plan: Plan, limits: FeedPuller.Limits) {
-        puller.withLock { $0.limits = limits }
-        state.withLock { state in
+        puller.withLockedValue { $0.limits = limits }
+        state.withLockedValue { state in
             state.plan = plan
             var feeds: [String: FeedRuntime] = [:]
             for feed in plan.feeds {
@@ -78,13 +78,13 @@ public final class FeedScheduler: Service, Sendable {
 
     /// The status of every feed, in configured order.
     public func statuses() -> [FeedStatus] {
-        state.withLock { state in state.plan.feeds.compactMap { state.feeds[$0.name]?.status } }
+        state.withLockedValue { state in state.plan.feeds.compactMap { state.feeds[$0.name]?.status } }
     }
 
     /// Pulls now and waits for the result: one feed by name or URL, or all feeds. A pull already
     /// running is joined rather than repeated.
     public func refresh(feed name: String? = nil) async throws -> [(FeedStatus, PullResult)] {
-        let targets = state.withLock { state in
+        let targets = state.withLockedValue { state in
             state.plan.feeds.filter { name == nil || $0.name == name || $0.url.absoluteString == name }
         }
         guard !targets.isEmpty else { throw UnknownFeed(name: name ?? "") }
@@ -92,7 +92,7 @@ public final class FeedScheduler: Service, Sendable {
             for (index, feed) in targets.enumerated() {
                 group.addTask {
                     let result = await self.waitForPull(of: feed)
-                    let status = self.state.withLock { $0.feeds[feed.name]?.status } ?? FeedStatus(feed: feed)
+                    let status = self.state.withLockedValue { $0.feeds[feed.name]?.status } ?? FeedStatus(feed: feed)
                     return (index, status, result)
                 }
             }
@@ -104,7 +104,7 @@ public final class FeedScheduler: Service, Sendable {
 
     private func waitForPull(of feed: FeedSource) async -> PullResult {
         await withCheckedContinuation { continuation in
-            let accepted = state.withLock { state -> Bool in
+            let accepted = state.withLockedValue { state -> Bool in
                 guard !state.stopped, state.feeds[feed.name] != nil else { return false }
                 state.feeds[feed.name]!.waiters.append(continuation)
                 state.feeds[feed.name]!.wakeup.signal()
@@ -121,7 +121,7 @@ public final class FeedScheduler: Service, Sendable {
             await self.runPlans()
         }
         // Nobody waits forever on a daemon that is stopping.
-        let waiters = state.withLock { state -> [CheckedContinuation<PullResult, Never>] in
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<PullResult, Never>] in
             state.stopped = true
             defer { for name in state.feeds.keys { state.feeds[name]!.waiters = [] } }
             return state.feeds.values.flatMap(\.waiters)
@@ -132,7 +132,7 @@ public final class FeedScheduler: Service, Sendable {
     /// Runs one loop per feed of the current plan; starts over when the plan changes.
     private func runPlans() async {
         while !Task.isCancelled {
-            let feeds = state.withLock { $0.plan.feeds }
+            let feeds = state.withLockedValue { $0.plan.feeds }
             await withTaskGroup(of: Void.self) { group in
                 for feed in feeds {
                     group.addTask { await self.runFeed(feed) }
@@ -147,14 +147,14 @@ public final class FeedScheduler: Service, Sendable {
     private func runFeed(_ feed: FeedSource) async {
         var due = ContinuousClock.now  // pull at start
         while !Task.isCancelled {
-            guard let wakeup = state.withLock({ $0.feeds[feed.name]?.wakeup }) else { return }
+            guard let wakeup = state.withLockedValue({ $0.feeds[feed.name]?.wakeup }) else { return }
             if ContinuousClock.now < due {
                 await wakeup.wait(until: due)
                 if Task.isCancelled { return }
             }
             let delay = await pullOnce(feed)
             due = ContinuousClock.now + delay
-            state.withLock { state in
+            state.withLockedValue { state in
                 state.feeds[feed.name]?.status.nextPull = Date().addingTimeInterval(delay.timeInterval)
             }
         }
@@ -162,12 +162,12 @@ public final class FeedScheduler: Service, Sendable {
 
     /// One pull: records the status, answers waiting refreshes, returns the delay to the next pull.
     private func pullOnce(_ feed: FeedSource) async -> Duration {
-        let (validators, policy) = state.withLock { state in
+        let (validators, policy) = state.withLockedValue { state in
             state.feeds[feed.name]?.status.lastAttempt = Date()
             return (state.feeds[feed.name]?.validators ?? .init(), state.plan.policy)
         }
         let started = ContinuousClock.now
-        let puller = self.puller.withLock { $0 }
+        let puller = self.puller.withLockedValue { $0 }
         var logger = self.logger
         logger[metadataKey: "feed.name"] = "\(feed.name)"
         let result: PullResult
@@ -195,7 +195,7 @@ public final class FeedScheduler: Service, Sendable {
             delay = .zero
         }
         let elapsed = ContinuousClock.now - started
-        let (status, waiters, failures, previousFailures) = state.withLock { state in
+        let (status, waiters, failures, previousFailures) = state.withLockedValue { state in
             guard var runtime = state.feeds[feed.name] else {
                 return (FeedStatus(feed: feed), [CheckedContinuation<PullResult, Never>](), 0, 0)
             }

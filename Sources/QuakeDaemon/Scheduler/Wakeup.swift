@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A one-slot signal a sleeping loop can be woken with: a `signal()` before the `wait()` is
 /// remembered, so a wake-up is never lost between the check and the sleep.
@@ -7,10 +7,10 @@ final class Wakeup: Sendable {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
                 return nil
@@ -23,14 +23,14 @@ final class Wakeup: Sendable {
 
     /// Forgets a pending signal (its reason has been dealt with).
     func reset() {
-        state.withLock { $0.pending = false }
+        state.withLockedValue { $0.pending = false }
     }
 
     /// Returns at the next signal, at once if one is pending, or when the task is cancelled.
     func wait() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
+                let resumeNow = state.withLockedValue { state -> Bool in
                     if state.pending || Task.isCancelled {
                         state.pending = false
                         return true
@@ -41,7 +41,7 @@ final class Wakeup: Sendable {
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
                 defer { state.waiter = nil }
                 return state.waiter
             }

@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A Varlink client over one stream connection (a Unix socket): one call at a time, each answered
 /// by one reply, or by a sequence of replies for a call with `more`.
@@ -15,7 +15,7 @@ public final class VarlinkClient: Sendable {
     private let channel: any Channel
     private let inbox: ReplyInbox
     /// Whether a call is waiting for (more) replies; calls are not pipelined.
-    private let busy = Mutex(false)
+    private let busy = NIOLockedValueBox(false)
 
     private init(channel: any Channel, inbox: ReplyInbox) {
         self.channel = channel
@@ -86,14 +86,14 @@ public final class VarlinkClient: Sendable {
     }
 
     private func begin() throws {
-        try busy.withLock { busy in
+        try busy.withLockedValue { busy in
             if busy { throw VarlinkConnectionError.busy }
             busy = true
         }
     }
 
     fileprivate func end() {
-        busy.withLock { $0 = false }
+        busy.withLockedValue { $0 = false }
     }
 
     private func send(_ call: VarlinkCall) async throws {
@@ -190,7 +190,7 @@ final class ReplyInbox: Sendable {
         var waiter: CheckedContinuation<ByteBuffer, any Error>?
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let channel: any Channel
 
     init(channel: any Channel) {
@@ -199,11 +199,11 @@ final class ReplyInbox: Sendable {
 
     /// Whether a caller waits and nothing is queued: the handler then reads on.
     var wantsData: Bool {
-        state.withLock { $0.waiter != nil && $0.frames.isEmpty }
+        state.withLockedValue { $0.waiter != nil && $0.frames.isEmpty }
     }
 
     func receive(_ frame: ByteBuffer) {
-        let waiter: CheckedContinuation<ByteBuffer, any Error>? = state.withLock { s in
+        let waiter: CheckedContinuation<ByteBuffer, any Error>? = state.withLockedValue { s in
             if let w = s.waiter {
                 s.waiter = nil
                 return w
@@ -215,7 +215,7 @@ final class ReplyInbox: Sendable {
     }
 
     func finish(_ error: any Error) {
-        let waiter: CheckedContinuation<ByteBuffer, any Error>? = state.withLock { s in
+        let waiter: CheckedContinuation<ByteBuffer, any Error>? = state.withLockedValue { s in
             if s.failure == nil { s.failure = error }
             defer { s.waiter = nil }
             return s.waiter
@@ -233,7 +233,7 @@ final class ReplyInbox: Sendable {
                     case fail(any Error)
                     case read
                 }
-                let action: Action = state.withLock { s in
+                let action: Action = state.withLockedValue { s in
                     if let frame = s.frames.popFirst() { return .deliver(frame) }
                     if let failure = s.failure { return .fail(failure) }
                     s.waiter = continuation

@@ -1,6 +1,6 @@
 import Logging
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A Varlink server: serves the given interfaces (and org.varlink.service) on every connection a
 /// listener accepts, one child task per connection, so one client never delays another.
@@ -74,29 +74,29 @@ public final class VarlinkServer: Sendable {
     private let limits: Limits
     private let limitReplies: LimitReplies
     private let logger: Logger
-    private let connections = Mutex(0)
+    private let connections = NIOLockedValueBox(0)
     /// Writes in progress, by connection: what the sweeper checks against the write timeout.
-    private let writes = Mutex<[ObjectIdentifier: WriteWatch]>([:])
+    private let writes = NIOLockedValueBox<[ObjectIdentifier: WriteWatch]>([:])
 
     /// One connection's write in progress, if any: when it started, and the channel to close when
     /// it takes longer than the write timeout.
     final class WriteWatch: Sendable {
         let channel: any Channel
-        private let started = Mutex<ContinuousClock.Instant?>(nil)
+        private let started = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
 
         init(channel: any Channel) {
             self.channel = channel
         }
 
-        func begin() { started.withLock { $0 = .now } }
-        func end() { started.withLock { $0 = nil } }
+        func begin() { started.withLockedValue { $0 = .now } }
+        func end() { started.withLockedValue { $0 = nil } }
 
         /// Whether a write is waiting now.
-        var isBusy: Bool { started.withLock { $0 != nil } }
+        var isBusy: Bool { started.withLockedValue { $0 != nil } }
 
         /// Whether a write has been waiting since before `deadline`.
         func isStalled(before deadline: ContinuousClock.Instant) -> Bool {
-            started.withLock { $0.map { $0 < deadline } ?? false }
+            started.withLockedValue { $0.map { $0 < deadline } ?? false }
         }
     }
 
@@ -154,7 +154,7 @@ public final class VarlinkServer: Sendable {
         while true {
             try await Task.sleep(for: interval)
             let deadline = ContinuousClock.now - limits.writeTimeout
-            let stalled = writes.withLock { $0.values.filter { $0.isStalled(before: deadline) } }
+            let stalled = writes.withLockedValue { $0.values.filter { $0.isStalled(before: deadline) } }
             for watch in stalled {
                 logger.notice("disconnecting a client that stopped reading its replies")
                 watch.channel.close(promise: nil)
@@ -164,19 +164,19 @@ public final class VarlinkServer: Sendable {
 
     /// Serves one connection until the client closes it (or breaks a limit).
     public func serve(_ connection: Connection) async {
-        let admitted = connections.withLock { count in
+        let admitted = connections.withLockedValue { count in
             guard count < limits.maxConnections else { return false }
             count += 1
             return true
         }
-        defer { if admitted { connections.withLock { $0 -= 1 } } }
+        defer { if admitted { connections.withLockedValue { $0 -= 1 } } }
         var logger = self.logger
         logger[metadataKey: "peer"] = "\(connection.peer.map { "\($0)" } ?? "unknown")"
         do {
             let watch = WriteWatch(channel: connection.channel.channel)
             let key = ObjectIdentifier(watch)
-            writes.withLock { $0[key] = watch }
-            defer { _ = writes.withLock { $0.removeValue(forKey: key) } }
+            writes.withLockedValue { $0[key] = watch }
+            defer { _ = writes.withLockedValue { $0.removeValue(forKey: key) } }
             let channel = connection.channel.channel
             try await connection.channel.executeThenClose { inbound, _ in
                 // Replies go to the channel itself, one at a time, each awaited until the kernel
