@@ -48,6 +48,8 @@ struct FeedImport {
     private let setHash: RawStatement
     private let selectHash: RawStatement
     private let selectAliasOwner: RawStatement
+    /// Whether the alias index may have entries (it had at the start, or this import added some).
+    private var aliasesPossible: Bool
     private let insertAlias: RawStatement
     private let deleteAliases: RawStatement
 
@@ -68,15 +70,15 @@ struct FeedImport {
         // OR IGNORE: a statement that cannot abort halfway needs no statement journal (a copy of
         // every page it touches). Only called when the id is not stored, so nothing is ignored
         // but a CHECK failure, which `insertRow` turns back into an error.
-        // Nor is a row inserted under an id the alias index gives to a stored row: that is the
-        // stored row's event, which the long way (`apply(_:hash:)`) judges.
         insert = try RawStatement(
             db,
-            sql: """
-                INSERT OR IGNORE INTO quakes (\(QuakeColumns.list), feedHash)
-                SELECT \(QuakeColumns.placeholders), ? WHERE NOT EXISTS (SELECT 1 FROM quakeAliases WHERE alias = ?1)
-                """
+            sql:
+                "INSERT OR IGNORE INTO quakes (\(QuakeColumns.list), feedHash) VALUES (\(QuakeColumns.placeholders), ?)"
         )
+        // An INSERT ... SELECT ... WHERE NOT EXISTS (alias) in one statement would write a statement
+        // journal for every row (it may insert several): a separate lookup, only once the index
+        // has entries, costs far less.
+        aliasesPossible = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakeAliases)") == true
         // Parameters in column order, `id` first, so one bind function serves insert and update.
         update = try RawStatement(
             db, sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = ?31 WHERE id = ?1")
@@ -257,13 +259,17 @@ struct FeedImport {
         // A feature is most likely new when the previous one was: then try the insert first (its
         // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
         // most features already exist (a re-import), look first.
-        if expectNew && !record.hasAliases {
+        // Never under an id the alias index gives to a stored row: that is the row's event, which
+        // the long way judges.
+        if expectNew && !record.hasAliases, try !isIndexedAlias(id) {
             try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
             if sqlite3_changes(db.sqliteConnection) == 1 {
                 try recorder.recordInsert(id: id)
                 report.inserted += 1
                 return false
             }
+            expectNew = false
+        } else {
             expectNew = false
         }
         if !record.hasAliases, try storedHash(of: id) == hash {
@@ -394,6 +400,16 @@ struct FeedImport {
         return rows
     }
 
+    /// Whether the alias index has the UTF-8 `id`.
+    private func isIndexedAlias(_ id: UnsafeRawBufferPointer) throws -> Bool {
+        guard aliasesPossible else { return false }
+        let s = selectAliasOwner.handle
+        sqlite3_reset(s)
+        selectAliasOwner.bindStatic(1, id)
+        defer { sqlite3_reset(s) }
+        return try selectAliasOwner.step()
+    }
+
     /// The stored rows whose `ids` lists `alias`, by the alias index.
     private func aliasOwners(of alias: String) throws -> [String] {
         selectAliasOwner.reset()
@@ -407,8 +423,9 @@ struct FeedImport {
     }
 
     /// Adds the other ids a stored row lists to the alias index.
-    private func index(_ others: [String], of id: String) throws {
+    private mutating func index(_ others: [String], of id: String) throws {
         for other in others {
+            aliasesPossible = true
             insertAlias.reset()
             insertAlias.bind(1, other)
             insertAlias.bind(2, id)

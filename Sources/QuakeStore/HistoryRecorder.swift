@@ -117,12 +117,21 @@ struct HistoryRecorder {
     /// all cancelled out is removed, and its token given back: the head stays a token that a
     /// transaction carries (or the last purged one).
     mutating func finish() throws -> CommittedChanges {
-        if recordsInsertsOfTableAtFinish, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true {
+        if recordsInsertsOfTableAtFinish {
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true else {
+                return CommittedChanges()
+            }
             // In key order: the change rows' primary key (token, quakeId) is appended to, and
-            // the ids come from the primary key's index alone.
+            // the ids come from the primary key's index alone. These are all the change rows.
+            let token = try currentToken()
             try db.execute(
                 sql: "INSERT INTO historyChanges (token, quakeId, kind) SELECT ?, id, 'insert' FROM quakes ORDER BY id",
-                arguments: [try currentToken()])
+                arguments: [token])
+            let committed = CommittedChanges(token: token, inserted: db.changesCount)
+            try db.execute(
+                sql: "UPDATE historyTransactions SET inserted = ? WHERE token = ?", arguments: [committed.inserted, token])
+            if QuakeStore.checksHistory { try QuakeStore.checkTransaction(db, token: token) }
+            return committed
         }
         guard let token else { return CommittedChanges() }
         let row = try Row.fetchOne(
