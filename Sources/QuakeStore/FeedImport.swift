@@ -136,9 +136,10 @@ struct FeedImport {
         report.bytes = bytesConsumed
         try settle()
         for sql in deferredIndexes { try db.execute(sql: sql) }
+        // Inserted, updated and superseded are what the transaction holds, counted when it
+        // finishes, not what was done on the way (an insert that a later feature superseded, an
+        // update undone by a duplicate, cancel out).
         let committed = try recorder.finish()
-        // What the transaction holds, not what was done on the way (an insert that a later
-        // feature superseded, an update undone by a duplicate, cancel out).
         report.token = committed.token
         report.inserted = committed.inserted
         report.updated = committed.updated
@@ -166,13 +167,12 @@ struct FeedImport {
             let changesBefore = db.totalChangesCount
             let (stale, unchanged, byHash) = (report.stale, report.unchanged, report.unchangedByHash)
             for entry in pending {
-                // A feature that lost to another id's row is judged again; the others when their
-                // id is not stored now (a stored one was last written by its own version, which
-                // stands). Against its own id's row, a later version of the same id in the
-                // document stands unless this one is strictly newer (as in the document: the
-                // newer wins, and on a tie the later one).
                 // A row from before that was superseded comes back only when the document has no
-                // word on its id: otherwise that word decides (it is an entry itself).
+                // word on its id: otherwise that word decides (it is an entry itself). While its id
+                // is stored, only a feature that lost to another id's row is judged again (a stored
+                // id was last written by its own version, which stands), and not against a later
+                // version of the id in the document unless strictly newer than it (as in the
+                // document: the newer wins, and on a tie the later one).
                 if entry.kind == .superseded && undecided.documentSpeaks(of: entry.feature.id) { continue }
                 let own = try fetch(entry.feature.id)
                 if let own {
@@ -261,15 +261,14 @@ struct FeedImport {
         // most features already exist (a re-import), look first.
         // Never under an id the alias index gives to a stored row: that is the row's event, which
         // the long way judges.
-        if expectNew && !record.hasAliases, try !isIndexedAlias(id) {
-            try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
-            if sqlite3_changes(db.sqliteConnection) == 1 {
-                try recorder.recordInsert(id: id)
-                report.inserted += 1
-                return false
+        if expectNew && !record.hasAliases {
+            if try !isIndexedAlias(id) {
+                try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
+                if sqlite3_changes(db.sqliteConnection) == 1 {
+                    try recorder.recordInsert(id: id)
+                    return false
+                }
             }
-            expectNew = false
-        } else {
             expectNew = false
         }
         if !record.hasAliases, try storedHash(of: id) == hash {
@@ -350,7 +349,6 @@ struct FeedImport {
             }
             try index(others, of: incoming.id)
             try recorder.recordInsert(id: incoming.id)
-            report.inserted += 1
             return false
         }
         if stored == incoming {
@@ -368,7 +366,6 @@ struct FeedImport {
             try index(others, of: incoming.id)
         }
         try recorder.recordUpdate(id: incoming.id, fields: QuakeColumns.changes(from: stored, to: incoming))
-        report.updated += 1
         return false
     }
 
@@ -383,7 +380,6 @@ struct FeedImport {
         delete.reset()
         delete.bind(1, row.id)
         try delete.step()  // the trigger takes its aliases out of the index
-        report.superseded += 1
     }
 
     /// The stored rows other than its own that are the same event as `incoming` (see the type's

@@ -117,41 +117,43 @@ struct HistoryRecorder {
     /// all cancelled out is removed, and its token given back: the head stays a token that a
     /// transaction carries (or the last purged one).
     mutating func finish() throws -> CommittedChanges {
+        let token: HistoryToken
+        let committed: CommittedChanges
         if recordsInsertsOfTableAtFinish {
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakes)") == true else {
                 return CommittedChanges()
             }
             // In key order: the change rows' primary key (token, quakeId) is appended to, and
-            // the ids come from the primary key's index alone. These are all the change rows.
-            let token = try currentToken()
+            // the ids come from the primary key's index alone. These are all the change rows, so
+            // the one statement counts them.
+            token = try currentToken()
             try db.execute(
                 sql: "INSERT INTO historyChanges (token, quakeId, kind) SELECT ?, id, 'insert' FROM quakes ORDER BY id",
                 arguments: [token])
-            let committed = CommittedChanges(token: token, inserted: db.changesCount)
-            try db.execute(
-                sql: "UPDATE historyTransactions SET inserted = ? WHERE token = ?", arguments: [committed.inserted, token])
-            if QuakeStore.checksHistory { try QuakeStore.checkTransaction(db, token: token) }
-            return committed
-        }
-        guard let token else { return CommittedChanges() }
-        let row = try Row.fetchOne(
-            db,
-            sql: """
-                SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
-                    total(reason = 'superseded')
-                FROM historyChanges WHERE token = ?
-                """,
-            arguments: [token])!
-        let committed = CommittedChanges(
-            token: token, inserted: Int(row[0] as Double), updated: Int(row[1] as Double),
-            deleted: Int(row[2] as Double), superseded: Int(row[3] as Double))
-        if committed.inserted + committed.updated + committed.deleted == 0 {
-            // Every change cancelled out. (The commit signal still fires: a spurious wake-up.)
-            try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
-            try db.execute(
-                sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'historyTransactions'", arguments: [token - 1])
-            self.token = nil
-            return CommittedChanges()
+            committed = CommittedChanges(token: token, inserted: db.changesCount)
+        } else {
+            guard let current = self.token else { return CommittedChanges() }
+            token = current
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
+                        total(reason = 'superseded')
+                    FROM historyChanges WHERE token = ?
+                    """,
+                arguments: [token])!
+            committed = CommittedChanges(
+                token: token, inserted: Int(row[0] as Double), updated: Int(row[1] as Double),
+                deleted: Int(row[2] as Double), superseded: Int(row[3] as Double))
+            if committed.inserted + committed.updated + committed.deleted == 0 {
+                // Every change cancelled out. (The commit signal still fires: a spurious wake-up.)
+                try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
+                try db.execute(
+                    sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'historyTransactions'",
+                    arguments: [token - 1])
+                self.token = nil
+                return CommittedChanges()
+            }
         }
         try db.execute(
             sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
