@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // libsystemd: sd_notify, sd_listen_fds, sd_journal_sendv.
@@ -62,7 +65,8 @@ let package = Package(
             plugins: ["VarlinkGenerator"]
         ),
         // io.quaked.varlink and the types generated from it; the default socket paths.
-        .target(name: "QuakeProtocol", dependencies: ["Varlink"], plugins: ["VarlinkGenerator"]),
+        // The filter conversions use QuakeFeed's QuakeFilter, the one filter of daemon and client.
+        .target(name: "QuakeProtocol", dependencies: ["Varlink", "QuakeFeed"], plugins: ["VarlinkGenerator"]),
         // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
         .target(
             name: "QuakeDaemon",
@@ -76,10 +80,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // gzip for plain-HTTP feeds forwarded through a proxy (ProxyForwarding)
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The `quaked` command line: options, --once, daemon start-up.
@@ -94,13 +102,16 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "quaked", dependencies: ["QuakedCLI"]),
-        // The client library: the connection and typed io.quaked API, the Watcher (emits events,
-        // prints nothing) and the local cache.
+        // The client library: the connection and typed io.quaked API (over the Unix socket, or over
+        // `ssh HOST quakectl bridge`), the Watcher (emits events, prints nothing), the local cache and
+        // the stdio-to-socket bridge.
         .target(
             name: "QuakeClient",
             dependencies: [
                 "QuakeProtocol",
+                "QuakeFeed",
                 "Varlink",
+                .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -113,9 +124,13 @@ let package = Package(
             name: "QuakeCtl",
             dependencies: [
                 "QuakeClient",
+                "QuakeFeed",
                 "QuakeProtocol",
                 "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // watch: finishing the change in hand on a stop signal, and --exec
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),
         .executableTarget(name: "quakectl", dependencies: ["QuakeCtl"]),
@@ -166,7 +181,13 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeCtlTests",
-            dependencies: ["QuakeCtl", "QuakeClient", "QuakeProtocol", "Varlink", "QuakeStore", "QuakeTestSupport"],
+            dependencies: [
+                "QuakeCtl", "QuakeClient", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
+                "QuakeModelCheck",
+                // The real sshd of the --host test, run as a child Foundation's Process cannot follow
+                // (sshd closes the descriptors it inherits, which Process takes for an exit).
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             // The stored `--help` copies the help tests compare against.
             exclude: ["Help"]
         ),
@@ -181,6 +202,7 @@ let package = Package(
             name: "QuakedTests",
             dependencies: [
                 "QuakeDaemon",
+                "QuakeFeed",
                 "QuakeStore",
                 "QuakeProtocol",
                 "Varlink",

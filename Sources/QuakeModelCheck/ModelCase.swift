@@ -36,6 +36,9 @@ public struct FeatureVersion: Hashable, Sendable, CustomStringConvertible {
     public var mag: Double?
     /// Properties set to null.
     public var nulls: [String] = []
+    /// Text properties given another value than the template's (type, status, alert): what a
+    /// filter looks at besides magnitude, time and place.
+    public var overrides: [String: String] = [:]
 
     public var description: String {
         var parts = ["\(id)", "ids=\(ids.map { ",\($0.joined(separator: ",")),"} ?? "null")"]
@@ -43,6 +46,7 @@ public struct FeatureVersion: Hashable, Sendable, CustomStringConvertible {
         parts.append("updated=\(updated.map(String.init) ?? "null")")
         parts.append("mag=\(mag.map { "\($0)" } ?? "null")")
         if !nulls.isEmpty { parts.append("null:\(nulls.joined(separator: ","))") }
+        for key in overrides.keys.sorted() { parts.append("\(key)=\(overrides[key]!)") }
         if template != 0 { parts.append("template=\(template)") }
         return parts.joined(separator: " ")
     }
@@ -189,9 +193,15 @@ public struct ModelGenerator {
         for key in ["place", "felt", "alert", "status", "tsunami"] where Int.random(in: 0..<10, using: &r) == 0 {
             nulls.append(key)
         }
+        var overrides: [String: String] = [:]
+        if Int.random(in: 0..<6, using: &r) == 0 { overrides["type"] = ["quarry blast", "explosion"].randomElement(using: &r)! }
+        if Int.random(in: 0..<4, using: &r) == 0 { overrides["status"] = ["automatic", "reviewed"].randomElement(using: &r)! }
+        if Int.random(in: 0..<4, using: &r) == 0 {
+            overrides["alert"] = ["green", "yellow", "orange", "red"].randomElement(using: &r)!
+        }
         return FeatureVersion(
             template: Int.random(in: 0..<templates, using: &r), id: eventIDs[preferred], ids: ids, time: time,
-            updated: updated, mag: mags.randomElement(using: &r)!, nulls: nulls)
+            updated: updated, mag: mags.randomElement(using: &r)!, nulls: nulls, overrides: overrides)
     }
 
     func makeChunks(_ r: inout SeededRandom) -> [Int] {
@@ -229,6 +239,7 @@ public struct DocumentWriter {
         properties["ids"] = version.ids.map { ",\($0.joined(separator: ",")),"} ?? NSNull()
         properties["code"] = String(version.id.dropFirst(2))
         properties["net"] = String(version.id.prefix(2))
+        for (key, value) in version.overrides { properties[key] = value }
         for key in version.nulls { properties[key] = NSNull() }
         let feature: [String: Any] = [
             "type": "Feature", "properties": properties, "geometry": template.geometry, "id": version.id,

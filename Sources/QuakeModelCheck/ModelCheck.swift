@@ -57,7 +57,10 @@ public struct ModelCheckResult: Sendable {
 /// 4. Replaying the whole history from token 0, as a client does, gives the store's rows.
 /// 5. No two stored quakes are one event (neither lists the other's id), and
 ///    ``QuakeStore/checkIntegrity(limit:)`` finds nothing.
-/// Deletes remove exactly the stored ids asked for; retention exactly the expired quakes.
+/// Deletes remove exactly the stored ids asked for; retention exactly the expired quakes. After a
+/// retention pass, imports run under that retention, as the daemon's do: they report every
+/// feature older than it as `expired` and write none of them (no quake older than the retention
+/// is inserted or changed).
 public enum ModelCheck {
     /// The real feed the documents' other properties come from.
     public static let templateFeed = Fixtures.usgs("lhayesgolding__EarthquakeData__significant_week.geojson")
@@ -103,9 +106,13 @@ public enum ModelCheck {
             let store = try QuakeStore(directory: dir)
             defer { try? store.close() }
             var rows: [String: FeedFeature] = [:]
+            // The retention the imports run under: the latest pass's (cutoffs only move on).
+            var expireBefore: Int64?
             for (index, step) in steps.enumerated() {
                 do {
-                    rows = try await check(step, store: store, rows: rows, writer: writer, stats: &stats)
+                    rows = try await check(
+                        step, store: store, rows: rows, expireBefore: expireBefore, writer: writer, stats: &stats)
+                    if case .retention(let cutoff) = step { expireBefore = max(expireBefore ?? cutoff, cutoff) }
                     stats.steps += 1
                 } catch let message as Problem {
                     return ModelFailure(step: index, message: message.text)
@@ -132,8 +139,8 @@ public enum ModelCheck {
 
     /// Runs one step and checks every property; returns the rows after it.
     static func check(
-        _ step: ModelStep, store: QuakeStore, rows before: [String: FeedFeature], writer: DocumentWriter,
-        stats: inout CaseStats
+        _ step: ModelStep, store: QuakeStore, rows before: [String: FeedFeature], expireBefore: Int64? = nil,
+        writer: DocumentWriter, stats: inout CaseStats
     ) async throws -> [String: FeedFeature] {
         let headBefore = try store.head()
         var token: HistoryToken?
@@ -141,9 +148,18 @@ public enum ModelCheck {
         var expected: [String: FeedFeature]?
         switch step {
         case .importDocument(let elements, let chunks):
-            let report = try await importDocument(writer.document(elements), chunks: chunks, into: store)
+            let report = try await importDocument(
+                writer.document(elements), chunks: chunks, into: store, expireBefore: expireBefore)
             token = report.token
             reported = (report.inserted, report.updated, -1, report.superseded)
+            let old = elements.filter { element in
+                if case .feature(let version) = element, let expireBefore { return version.time < expireBefore }
+                return false
+            }
+            try require(
+                report.expired == old.count,
+                "the import reports \(report.expired) expired features, the document has \(old.count) older than \(expireBefore ?? 0)"
+            )
         case .delete(let ids):
             let report = try await store.delete(ids: ids)
             token = report.token
@@ -171,7 +187,8 @@ public enum ModelCheck {
             try require(after == before, "no token, but the rows changed: \(difference(before, after))")
             try checkStore(store, rows: after)
             if case .importDocument(let elements, let chunks) = step {
-                try await checkReimport(writer.document(elements), chunks: chunks, store: store, rows: after)
+                try await checkReimport(
+                    writer.document(elements), chunks: chunks, store: store, rows: after, expireBefore: expireBefore)
             }
             return after
         }
@@ -182,6 +199,14 @@ public enum ModelCheck {
         let transaction = page.transactions[0]
         stats.transactions += 1
         try checkReplay(transaction, before: before, after: after)
+        if case .importDocument = step, let expireBefore {
+            for change in transaction.changes where change.kind != .delete {
+                let time = after[change.quakeId]?.time ?? .max
+                try require(
+                    time >= expireBefore,
+                    "the import wrote \(change.quakeId) (time \(time)), older than the retention's \(expireBefore)")
+            }
+        }
         let kinds = transaction.changes.map(\.kind)
         let counted = (
             kinds.filter { $0 == .insert }.count, kinds.filter { $0 == .update }.count,
@@ -200,7 +225,8 @@ public enum ModelCheck {
         }
         try checkStore(store, rows: after)
         if case .importDocument(let elements, let chunks) = step {
-            try await checkReimport(writer.document(elements), chunks: chunks, store: store, rows: after)
+            try await checkReimport(
+                writer.document(elements), chunks: chunks, store: store, rows: after, expireBefore: expireBefore)
         }
         return after
     }
@@ -223,13 +249,12 @@ public enum ModelCheck {
                 try require(old != nil, "transaction \(transaction.token) deletes \(id), which was not stored")
                 try require(new == nil, "transaction \(transaction.token) deletes \(id), which is still stored")
                 if let old, let tombstone = change.tombstone {
-                    try require(
-                        tombstone.code == old.code && tombstone.mag == old.mag && tombstone.place == old.place
-                            && tombstone.time == old.time,
-                        "the tombstone of \(id) is not the row deleted")
+                    try require(tombstone == Tombstone(of: old), "the tombstone of \(id) is not the row deleted")
                 } else {
                     throw Problem("the delete of \(id) has no tombstone")
                 }
+            case .enter, .leave:
+                throw Problem("transaction \(transaction.token) sends an unfiltered reader \(change.kind.rawValue)")
             case .update:
                 guard let old, let new else {
                     throw Problem("transaction \(transaction.token) updates \(id), stored before: \(old != nil), after: \(new != nil)")
@@ -267,8 +292,8 @@ public enum ModelCheck {
             for transaction in page.transactions {
                 for change in transaction.changes {
                     switch change.kind {
-                    case .insert, .update: replayed[change.quakeId] = change.quake
-                    case .delete: replayed.removeValue(forKey: change.quakeId)
+                    case .insert, .update, .enter: replayed[change.quakeId] = change.quake
+                    case .delete, .leave: replayed.removeValue(forKey: change.quakeId)
                     }
                 }
             }
@@ -286,11 +311,12 @@ public enum ModelCheck {
     }
 
     /// Property 3.
-    static func checkReimport(_ document: [UInt8], chunks: [Int], store: QuakeStore, rows: [String: FeedFeature])
-        async throws
-    {
+    static func checkReimport(
+        _ document: [UInt8], chunks: [Int], store: QuakeStore, rows: [String: FeedFeature], expireBefore: Int64? = nil
+    ) async throws {
         let head = try store.head()
-        let again = try await importDocument(document, chunks: chunks.isEmpty ? [61] : [], into: store)
+        let again = try await importDocument(
+            document, chunks: chunks.isEmpty ? [61] : [], into: store, expireBefore: expireBefore)
         try require(
             again.token == nil,
             "importing the same document again made token \(again.token ?? 0) (inserted \(again.inserted), updated \(again.updated), superseded \(again.superseded))"
@@ -299,8 +325,11 @@ public enum ModelCheck {
         try require(try Self.rows(of: store) == rows, "importing the same document again changed the rows")
     }
 
-    static func importDocument(_ bytes: [UInt8], chunks: [Int], into store: QuakeStore) async throws -> ImportReport {
-        try await store.importFeed(source: "model://document") { sink in
+    static func importDocument(_ bytes: [UInt8], chunks: [Int], into store: QuakeStore, expireBefore: Int64? = nil)
+        async throws -> ImportReport
+    {
+        let cutoff = expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        return try await store.importFeed(source: "model://document", expiringBefore: cutoff) { sink in
             guard !chunks.isEmpty else { return try await sink.send(bytes) }
             var offset = 0
             var i = 0
@@ -328,14 +357,25 @@ public enum ModelCheck {
         _ steps: [ModelStep], failure: ModelFailure, writer: DocumentWriter, caseIndex: Int, caseSeed: UInt64,
         maxRuns: Int = 2000
     ) async throws -> Counterexample {
+        try await shrink(steps, failure: failure, writer: writer, caseIndex: caseIndex, caseSeed: caseSeed, maxRuns: maxRuns) {
+            var stats = CaseStats()
+            return try await runCase($0, writer: writer, stats: &stats)
+        }
+    }
+
+    /// Shrinks a failing case of any check that runs steps: `run` runs a candidate and returns its
+    /// first failure.
+    static func shrink(
+        _ steps: [ModelStep], failure: ModelFailure, writer: DocumentWriter, caseIndex: Int, caseSeed: UInt64,
+        maxRuns: Int = 2000, run: ([ModelStep]) async throws -> ModelFailure?
+    ) async throws -> Counterexample {
         var best = Array(steps.prefix(failure.step + 1))
         var bestFailure = failure
         var runs = 0
         func attempt(_ candidate: [ModelStep]) async throws -> Bool {
             guard runs < maxRuns else { return false }
             runs += 1
-            var stats = CaseStats()
-            guard let failure = try await runCase(candidate, writer: writer, stats: &stats) else { return false }
+            guard let failure = try await run(candidate) else { return false }
             best = Array(candidate.prefix(failure.step + 1))
             bestFailure = failure
             return true
@@ -401,6 +441,11 @@ public enum ModelCheck {
         if version.template != 0 {
             var v = version
             v.template = 0
+            results.append(v)
+        }
+        if !version.overrides.isEmpty {
+            var v = version
+            v.overrides = [:]
             results.append(v)
         }
         if version.mag != 4.5 {

@@ -9,6 +9,8 @@ import NIOConcurrencyHelpers
 final class CommitSignal: Sendable {
     private struct State {
         var generation: UInt64 = 0
+        /// When the last signal came: when a commit of this process was last announced.
+        var signalled: ContinuousClock.Instant?
         var nextWaiterID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
@@ -20,10 +22,16 @@ final class CommitSignal: Sendable {
         state.withLockedValue { $0.generation }
     }
 
+    /// The generation and when its signal came (nil before the first), read together.
+    var lastSignal: (generation: UInt64, at: ContinuousClock.Instant?) {
+        state.withLockedValue { ($0.generation, $0.signalled) }
+    }
+
     /// Called after a transaction that created a history transaction has committed.
     func signal() {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
+            state.signalled = .now
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }

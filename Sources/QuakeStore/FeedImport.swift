@@ -28,6 +28,11 @@ import QuakeFeed
 /// feeds carry two quakes hours apart that both list one tsunami-centre id. So when one document
 /// carries Y (",Y,X,") and Z (",Z,X,") and X is stored, whichever comes first supersedes X (if
 /// newer), and the other is stored beside it, as its own event.
+///
+/// Event retention. A feature whose event `time` is before `expireBefore` is left out before
+/// anything else (one integer comparison), counted as skipped for the reason `expired`: stored
+/// or not, the import does not touch it, so it never brings back a quake the retention pass
+/// deleted, and a feed window longer than the retention makes no churn of inserts and deletes.
 struct FeedImport {
     private let db: Database
     private var recorder: HistoryRecorder
@@ -52,10 +57,15 @@ struct FeedImport {
     private var aliasesPossible: Bool
     private let insertAlias: RawStatement
     private let deleteAliases: RawStatement
+    /// Features with an earlier event time (ms) are expired (`Int64.min`: no retention).
+    private let expireBefore: Int64
+    /// Features left out as expired; `report.skipped["expired"]` at the end.
+    private var expired = 0
 
-    init(db: Database, report: ImportReport, now: Date, commitSignal: CommitSignal) throws {
+    init(db: Database, report: ImportReport, now: Date, expireBefore: Int64 = .min, commitSignal: CommitSignal) throws {
         self.db = db
         self.report = report
+        self.expireBefore = expireBefore
         self.recorder = try HistoryRecorder(
             db: db, author: .import, source: report.source, now: now, commitSignal: commitSignal)
         // Before the statements are prepared: a schema change makes them prepare again.
@@ -84,7 +94,7 @@ struct FeedImport {
             db, sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = ?31 WHERE id = ?1")
         delete = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
         setHash = try RawStatement(db, sql: "UPDATE quakes SET feedHash = ? WHERE id = ?")
-        selectHash = try RawStatement(db, sql: "SELECT feedHash FROM quakes WHERE id = ?")
+        selectHash = try RawStatement(db, sql: "SELECT feedHash, time FROM quakes WHERE id = ?")
         selectAliasOwner = try RawStatement(db, sql: "SELECT quakeId FROM quakeAliases WHERE alias = ?")
         insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
         deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
@@ -134,6 +144,7 @@ struct FeedImport {
         }
         report.features = featureCount
         report.bytes = bytesConsumed
+        if expired > 0 { report.skipped[ImportReport.expiredReason, default: 0] += expired }
         try settle()
         for sql in deferredIndexes { try db.execute(sql: sql) }
         // Inserted, updated and superseded are what the transaction holds, counted when it
@@ -209,16 +220,6 @@ struct FeedImport {
         -> Bool
     {
         position = element.index
-        if undecided.isTracking {
-            switch element.content {
-            case .record(let record):
-                undecided.saw(String(decoding: FeatureRecord.bytes(record.id, in: arena), as: UTF8.self), at: position)
-            case .raw(let id?, _, _, _):
-                undecided.saw(id, at: position)
-            default:
-                break
-            }
-        }
         switch element.content {
         case .record(let record):
             return try apply(record, arena: arena, hash: element.hash)
@@ -229,7 +230,14 @@ struct FeedImport {
             // A feature listing other ids goes the long way: an alias may have been stored since.
             if let id, !hasAliases {
                 var id = id
-                if try id.withUTF8({ try storedHash(of: UnsafeRawBufferPointer($0)) }) == element.hash {
+                let stored = try id.withUTF8({ try storedHashAndTime(of: UnsafeRawBufferPointer($0)) })
+                if let stored, stored.hash == element.hash {
+                    // The stored row holds these very bytes, so its time is the feature's.
+                    if stored.time < expireBefore {
+                        expired += 1
+                        return true
+                    }
+                    if undecided.isTracking { undecided.saw(id, at: position) }
                     return countUnchangedByHash()
                 }
             }
@@ -253,9 +261,16 @@ struct FeedImport {
     }
 
     /// Applies one decoded record: the two common cases (a new quake, a quake stored from the same
-    /// bytes) straight from its arena, anything else as a ``FeedFeature``.
+    /// bytes) straight from its arena, anything else as a ``FeedFeature``. An expired one is left
+    /// out before anything else.
     private mutating func apply(_ record: FeatureRecord, arena: UnsafeRawBufferPointer, hash: UInt64) throws -> Bool {
+        if record.time < expireBefore {
+            expired += 1
+            return false
+        }
         let id = FeatureRecord.bytes(record.id, in: arena)
+        // Only the features the import applies are the document's word on their id.
+        if undecided.isTracking { undecided.saw(String(decoding: id, as: UTF8.self), at: position) }
         // A feature is most likely new when the previous one was: then try the insert first (its
         // unique index finds an existing row anyway) and skip the lookup. On a conflict, or when
         // most features already exist (a re-import), look first.
@@ -282,6 +297,16 @@ struct FeedImport {
         report.unchanged += 1
         report.unchangedByHash += 1
         return true
+    }
+
+    /// The `feedHash` and `time` of the row stored under `id` (UTF-8), if one is.
+    private func storedHashAndTime(of id: UnsafeRawBufferPointer) throws -> (hash: UInt64?, time: Int64)? {
+        let s = selectHash.handle
+        sqlite3_reset(s)
+        selectHash.bindStatic(1, id)
+        defer { sqlite3_reset(s) }  // no statement stays mid-step across the commit
+        guard try selectHash.step() else { return nil }
+        return (selectHash.int64(0).map { UInt64(bitPattern: $0) }, selectHash.int64(1) ?? 0)
     }
 
     /// The `feedHash` of the row stored under `id` (UTF-8), if any.
@@ -476,7 +501,7 @@ struct FeedImport {
     }
 
     static func tombstone(of quake: FeedFeature) -> Tombstone {
-        Tombstone(id: quake.id, code: quake.code, mag: quake.mag, place: quake.place, time: quake.time)
+        Tombstone(of: quake)
     }
 }
 

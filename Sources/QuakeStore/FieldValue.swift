@@ -101,13 +101,23 @@ public struct FieldChange: Sendable, Hashable, Codable {
     }
 }
 
-/// What history keeps of a deleted quake.
+/// What history keeps of a deleted quake: enough to name it, and the values a ``QuakeFilter``
+/// looks at, so that a filtered reader can tell whether the quake was one of its own. (Tombstones
+/// written before quaked 0.7 hold only id, code, mag, place and time.)
 public struct Tombstone: Sendable, Hashable, Codable {
     public var id: String
     public var code: String?
     public var mag: Double?
     public var place: String?
     public var time: Int64
+    public var lat: Double?
+    public var lon: Double?
+    public var depth: Double?
+    public var type: String?
+    public var alert: String?
+    public var status: String?
+    public var tsunami: Int64?
+    public var sig: Int64?
 
     public init(id: String, code: String?, mag: Double?, place: String?, time: Int64) {
         self.id = id
@@ -115,6 +125,26 @@ public struct Tombstone: Sendable, Hashable, Codable {
         self.mag = mag
         self.place = place
         self.time = time
+    }
+
+    /// The tombstone of a whole quake.
+    public init(of q: FeedFeature) {
+        self.init(id: q.id, code: q.code, mag: q.mag, place: q.place, time: q.time)
+        lat = q.lat
+        lon = q.lon
+        depth = q.depth
+        type = q.type
+        alert = q.alert
+        status = q.status
+        tsunami = q.tsunami
+        sig = q.sig
+    }
+
+    /// The values a filter looks at.
+    public var image: QuakeImage {
+        QuakeImage(
+            mag: mag, lat: lat, lon: lon, time: time, type: type, alert: alert, tsunami: tsunami, status: status,
+            sig: sig)
     }
 }
 

@@ -7,11 +7,15 @@ import QuakeFeed
 /// position before the first transaction.
 public typealias HistoryToken = Int64
 
-/// How a change affected one quake.
+/// How a change affected one quake. History stores inserts, updates and deletes; a filtered
+/// reader (``QuakeFilter``) is also sent `enter`, an update that brought a stored quake into the
+/// filter, and `leave`, one that took it out.
 public enum ChangeKind: String, Sendable, Codable, Hashable {
     case insert
     case update
     case delete
+    case enter
+    case leave
 }
 
 /// Why a quake was deleted.
@@ -35,9 +39,9 @@ public enum HistoryAuthor: String, Sendable, Codable, Hashable {
 public struct HistoryChange: Sendable, Hashable, Codable {
     public var quakeId: String
     public var kind: ChangeKind
-    /// For updates: the fields that changed, with old and new values.
+    /// For updates, enters and leaves: the fields that changed, with old and new values.
     public var fields: [FieldChange]?
-    /// For deletes: what is kept of the removed quake.
+    /// For deletes: what is kept of the removed quake; for leaves, of the quake that left.
     public var tombstone: Tombstone?
     /// For deletes: why.
     public var reason: DeleteReason?
@@ -59,6 +63,9 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
     public var inserted: Int
     public var updated: Int
     public var deleted: Int
+    /// Filtered reads only: the enters and leaves sent.
+    public var entered = 0
+    public var left = 0
     public var changes: [HistoryChange]
 }
 

@@ -131,6 +131,8 @@ struct HistoryRecorder {
                 sql: "INSERT INTO historyChanges (token, quakeId, kind) SELECT ?, id, 'insert' FROM quakes ORDER BY id",
                 arguments: [token])
             committed = CommittedChanges(token: token, inserted: db.changesCount)
+            // Their filter images are the rows until a later transaction changes them (migration v8).
+            try db.execute(sql: "INSERT INTO historyDeferredImages (token) VALUES (?)", arguments: [token])
         } else {
             guard let current = self.token else { return CommittedChanges() }
             token = current
@@ -153,6 +155,21 @@ struct HistoryRecorder {
                     arguments: [token - 1])
                 self.token = nil
                 return CommittedChanges()
+            }
+            // What a filtered reader judges the changes by (see migration v8): inserts and updates
+            // by the rows as the transaction leaves them, deletes by their tombstones.
+            let thisToken: StatementArguments = [token]
+            try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind <> 'delete'", arguments: thisToken)
+            if committed.deleted > 0 {
+                try db.execute(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'", arguments: thisToken)
+            }
+            if committed.updated > 0 {
+                try db.execute(sql: HistoryImages.fillOldValues + " WHERE token = ? AND kind = 'update'", arguments: thisToken)
+            }
+            if committed.updated + committed.deleted > 0,
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM historyDeferredImages)") == true
+            {
+                try db.execute(sql: HistoryImages.fillDeferred, arguments: thisToken)
             }
         }
         try db.execute(
@@ -266,7 +283,7 @@ struct HistoryRecorder {
                     message: "history cannot record quake \(id) coming back without its earlier row")
             }
             try setUpdate(QuakeColumns.changes(from: before, to: QuakeColumns.values(of: QuakeColumns.feature(from: now))))
-        case (.insert, .insert), (.update, .insert), (.delete, .update), (.delete, .delete):
+        default:
             // A stored quake inserted, a deleted one changed: the writer lost track of the store.
             throw DatabaseError(
                 resultCode: .SQLITE_INTERNAL,

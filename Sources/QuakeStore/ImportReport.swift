@@ -20,7 +20,8 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var stale: Int = 0
     /// Stored quakes removed because a feature now lists them under another preferred id.
     public var superseded: Int = 0
-    /// Features that could not be imported, counted by reason (`missing-id`, `missing-time`, ...).
+    /// Features that were not imported, counted by reason: the feed parser's (`missing-id`,
+    /// `missing-time`, ...) and `expired` (event time older than event retention; ``expired``).
     public var skipped: [String: Int] = [:]
     /// Bytes of the document read.
     public var bytes: Int = 0
@@ -42,6 +43,13 @@ public struct ImportReport: Sendable, Hashable, Codable {
 
     /// All skipped features, whatever the reason.
     public var skippedTotal: Int { skipped.values.reduce(0, +) }
+
+    /// The reason, in ``skipped``, of features left out because their event time is older than
+    /// event retention.
+    public static let expiredReason = "expired"
+
+    /// Of ``skippedTotal``, the features left out as older than event retention.
+    public var expired: Int { skipped[Self.expiredReason] ?? 0 }
 
     /// Whether the import changed the store.
     public var changedAnything: Bool { token != nil }

@@ -81,9 +81,18 @@ extension QuakeColumns {
     /// The tombstone of a row given as column values in table order.
     static func tombstone(id: String, values: [DatabaseValue]) -> Tombstone {
         func value(_ name: String) -> DatabaseValue { values[names.firstIndex(of: name)!] }
-        return Tombstone(
+        var tombstone = Tombstone(
             id: id, code: String.fromDatabaseValue(value("code")), mag: Double.fromDatabaseValue(value("mag")),
             place: String.fromDatabaseValue(value("place")), time: Int64.fromDatabaseValue(value("time")) ?? 0)
+        tombstone.lat = Double.fromDatabaseValue(value("lat"))
+        tombstone.lon = Double.fromDatabaseValue(value("lon"))
+        tombstone.depth = Double.fromDatabaseValue(value("depth"))
+        tombstone.type = String.fromDatabaseValue(value("type"))
+        tombstone.alert = String.fromDatabaseValue(value("alert"))
+        tombstone.status = String.fromDatabaseValue(value("status"))
+        tombstone.tsunami = Int64.fromDatabaseValue(value("tsunami"))
+        tombstone.sig = Int64.fromDatabaseValue(value("sig"))
+        return tombstone
     }
 
     /// ``changes(from:to:)`` for rows as column values in table order.

@@ -7,29 +7,35 @@ public struct ClientRecord: Sendable, Hashable, Codable {
     public var token: HistoryToken
     /// Milliseconds since the Unix epoch.
     public var lastSeen: Int64
+    /// What the client last reported it could not do, until it next acknowledges without one.
+    public var lastError: String?
+    public var lastErrorAt: Int64?
 }
 
 extension QuakeStore {
     /// Records that the client `name` has applied everything up to `token`. Tokens only move
-    /// forward; an older acknowledgement just refreshes `lastSeen`.
-    public func acknowledge(client name: String, token: HistoryToken, now: Date = Date()) async throws {
+    /// forward; an older acknowledgement just refreshes `lastSeen`. With `error`, the client
+    /// reports what it could not do after `token` (kept until it acknowledges without one).
+    public func acknowledge(client name: String, token: HistoryToken, error: String? = nil, now: Date = Date())
+        async throws
+    {
         let seen = Self.milliseconds(now)
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO clients (name, token, lastSeen) VALUES (?, ?, ?)
-                    ON CONFLICT (name) DO UPDATE SET token = max(token, excluded.token), lastSeen = excluded.lastSeen
+                    INSERT INTO clients (name, token, lastSeen, lastError, lastErrorAt) VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 IS NULL THEN NULL ELSE ?3 END)
+                    ON CONFLICT (name) DO UPDATE SET token = max(token, excluded.token), lastSeen = excluded.lastSeen,
+                        lastError = excluded.lastError, lastErrorAt = excluded.lastErrorAt
                     """,
-                arguments: [name, max(0, token), seen])
+                arguments: [name, max(0, token), seen, error])
         }
     }
 
     /// Every named client, by name.
     public func clients() throws -> [ClientRecord] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, token, lastSeen FROM clients ORDER BY name").map {
-                ClientRecord(name: $0[0], token: $0[1], lastSeen: $0[2])
-            }
+            try Row.fetchAll(db, sql: "SELECT name, token, lastSeen, lastError, lastErrorAt FROM clients ORDER BY name")
+                .map { ClientRecord(name: $0[0], token: $0[1], lastSeen: $0[2], lastError: $0[3], lastErrorAt: $0[4]) }
         }
     }
 

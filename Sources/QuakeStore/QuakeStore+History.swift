@@ -12,9 +12,16 @@ extension QuakeStore {
     /// never a silent gap.
     /// `maxChanges` bounds a page's size: transactions are added while the changes so far stay
     /// under it, but the first transaction is always returned whole.
-    public func history(after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max) throws -> HistoryPage {
+    ///
+    /// With a non-empty `filter`, each change is judged by the quake before and after it (see
+    /// ``QuakeFilter/judge(_:image:before:)``): changes the filter does not send are left out, and
+    /// so are transactions left without changes. The same transactions are read as without a
+    /// filter, so a page may hold fewer than `limit`, or none, while `hasMore` is true.
+    public func history(
+        after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max, filter: QuakeFilter? = nil
+    ) throws -> HistoryPage {
         var collector = HistoryCollector()
-        let summary = try visitHistory(after: token, limit: limit, maxChanges: maxChanges, &collector)
+        let summary = try visitHistory(after: token, limit: limit, maxChanges: maxChanges, filter: filter, &collector)
         if let failure = collector.failure { throw failure }
         return HistoryPage(
             storeID: summary.storeID, transactions: collector.transactions, head: summary.head,
@@ -26,9 +33,11 @@ extension QuakeStore {
     /// made), inside one read transaction. The page's head, oldest token and continuation come
     /// back at the end.
     public func visitHistory(
-        after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max, _ visitor: inout some StoredHistoryVisitor
+        after token: HistoryToken, limit: Int = 100, maxChanges: Int = .max, filter: QuakeFilter? = nil,
+        _ visitor: inout some StoredHistoryVisitor
     ) throws -> StoredHistorySummary {
-        try pool.read { db in
+        let filter = filter.flatMap { $0.isEmpty ? nil : $0 }
+        return try pool.read { db in
             let head = try Self.head(db)
             let oldest = try Self.purgedThrough(db)
             if token < oldest { throw HistoryError.tokenExpired(after: token, oldest: oldest, head: head) }
@@ -62,11 +71,15 @@ extension QuakeStore {
             }
             headers.reset()
             visitor.beginPage(changeCount: changeCount)
+            // A filtered read also selects the filter images (migration v8), after the quake.
+            let images =
+                filter == nil
+                ? "" : ", " + (QuakeImage.historyColumns + ["atOld"]).map { "c.\($0)" }.joined(separator: ", ")
             let changes = try RawStatement(
                 db,
                 sql: """
                     SELECT c.quakeId, c.kind, c.fields, c.tombstone, c.reason, c.supersededBy, q.id IS NOT NULL,
-                        \(QuakeColumns.names.map { "q.\($0)" }.joined(separator: ", "))
+                        \(QuakeColumns.names.map { "q.\($0)" }.joined(separator: ", "))\(images)
                     FROM historyChanges c LEFT JOIN quakes q ON q.id = c.quakeId AND c.kind <> 'delete'
                     WHERE c.token = ? ORDER BY c.quakeId
                     """)
@@ -74,8 +87,22 @@ extension QuakeStore {
                 visitor.beginTransaction(header)
                 changes.reset()
                 changes.bind(1, header.token)
-                while try changes.step() { visitor.visitChange(StoredChangeRow(statement: changes.handle)) }
-                visitor.endTransaction()
+                guard let filter else {
+                    while try changes.step() { visitor.visitChange(StoredChangeRow(statement: changes.handle)) }
+                    visitor.endTransaction(header.counts)
+                    continue
+                }
+                var sent = StoredTransactionCounts()
+                while try changes.step() {
+                    guard let row = try StoredChangeRow(statement: changes.handle, judgedBy: filter) else { continue }
+                    sent.count(row.kind)
+                    visitor.visitChange(row)
+                }
+                if sent.total == 0 {
+                    visitor.dropTransaction()
+                } else {
+                    visitor.endTransaction(sent)
+                }
             }
             changes.reset()
             return StoredHistorySummary(
@@ -96,6 +123,43 @@ public struct StoredTransactionHeader: Sendable, Hashable {
     public var deleted: Int
 }
 
+extension StoredTransactionHeader {
+    /// The transaction's counts as stored.
+    public var counts: StoredTransactionCounts {
+        StoredTransactionCounts(inserted: inserted, updated: updated, deleted: deleted)
+    }
+}
+
+/// How many changes of each kind a transaction holds, or sends to a filtered reader.
+public struct StoredTransactionCounts: Sendable, Hashable {
+    public var inserted = 0
+    public var updated = 0
+    public var deleted = 0
+    /// Filtered readers only.
+    public var entered = 0
+    public var left = 0
+
+    public init(inserted: Int = 0, updated: Int = 0, deleted: Int = 0, entered: Int = 0, left: Int = 0) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.entered = entered
+        self.left = left
+    }
+
+    public var total: Int { inserted + updated + deleted + entered + left }
+
+    mutating func count(_ kind: ChangeKind) {
+        switch kind {
+        case .insert: inserted += 1
+        case .update: updated += 1
+        case .delete: deleted += 1
+        case .enter: entered += 1
+        case .leave: left += 1
+        }
+    }
+}
+
 /// What a history page is as a whole, known once it has been read.
 public struct StoredHistorySummary: Sendable, Hashable {
     public var storeID: String
@@ -112,13 +176,101 @@ public protocol StoredHistoryVisitor {
     mutating func beginTransaction(_ header: StoredTransactionHeader)
     /// `row` reads SQLite's current row: use it before returning, never keep it.
     mutating func visitChange(_ row: StoredChangeRow)
-    mutating func endTransaction()
+    /// After the transaction's changes: their counts (for a filtered read, of the changes sent).
+    mutating func endTransaction(_ counts: StoredTransactionCounts)
+    /// Instead of ``endTransaction(_:)`` when a filtered read sends none of the transaction's
+    /// changes: forget the transaction begun.
+    mutating func dropTransaction()
 }
 
 /// One change row as SQLite holds it, with the quake as stored now (for inserts and updates).
 /// Texts are SQLite's own bytes (UTF-8), valid only until the visitor returns.
 public struct StoredChangeRow {
     let statement: OpaquePointer
+    /// The change as the reader is sent it: as stored, or as a filter judged it.
+    public let kind: ChangeKind
+    /// A leave: what is kept of the quake that left (its values after the change; code and place
+    /// as stored now, when it still is).
+    public private(set) var leaveTombstone: Tombstone?
+
+    init(statement: OpaquePointer) {
+        self.statement = statement
+        self.kind = Self.storedKind(statement)
+    }
+
+    /// The row as `filter` judges it, or nil when the filter sends nothing for it. The row must
+    /// have been selected with the image columns after the quake's.
+    init?(statement: OpaquePointer, judgedBy filter: QuakeFilter) throws {
+        self.statement = statement
+        let stored = Self.storedKind(statement)
+        let base = Int32(7 + QuakeColumns.names.count)
+        func double(_ i: Int32) -> Double? {
+            sqlite3_column_type(statement, base + i) == SQLITE_NULL ? nil : sqlite3_column_double(statement, base + i)
+        }
+        func int(_ i: Int32) -> Int64? {
+            sqlite3_column_type(statement, base + i) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, base + i)
+        }
+        func string(_ i: Int32) -> String? {
+            guard sqlite3_column_type(statement, base + i) != SQLITE_NULL, let text = sqlite3_column_text(statement, base + i)
+            else { return nil }
+            return String(cString: text)
+        }
+        // Only the values the filter looks at (a leave reads the rest below).
+        let needs = filter.needs
+        var image = QuakeImage(
+            mag: needs.magnitude ? double(0) : nil, lat: needs.position ? double(1) : nil,
+            lon: needs.position ? double(2) : nil, time: int(3), type: needs.type ? string(4) : nil,
+            alert: needs.alert ? string(5) : nil, tsunami: needs.tsunami ? int(6) : nil,
+            status: needs.status ? string(7) : nil, sig: needs.significance ? int(8) : nil)
+        if image.time == nil {
+            // An insert of a first import whose quake no later transaction changed (a deferred
+            // image, migration v8): the row as stored now is the quake as it was inserted.
+            guard stored == .insert, sqlite3_column_int64(statement, 6) != 0 else { return nil }
+            image = QuakeImage(QuakeColumns.feature(from: statement, offset: 7))
+        }
+        var before: QuakeImage?
+        if stored == .update, sqlite3_column_type(statement, base + 9) != SQLITE_NULL {
+            let count = Int(sqlite3_column_bytes(statement, base + 9))
+            let old = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, base + 9), count: count)
+            if let fast = image.replacingOldValues(json: old) {
+                before = fast
+            } else {
+                let changes = try JSONDecoder().decode([String: FieldValue?].self, from: Data(old))
+                before = image.replacing(changes.map { FieldChange(field: $0.key, old: ($0.value ?? .null), new: .null) })
+            }
+        }
+        guard let kind = filter.judge(stored, image: image, before: before) else { return nil }
+        self.kind = kind
+        if kind == .leave {
+            image = QuakeImage(
+                mag: double(0), lat: double(1), lon: double(2), time: image.time, type: string(4), alert: string(5),
+                tsunami: int(6), status: string(7), sig: int(8))
+            let row = QuakeColumns.feature(from: statement, offset: 7)
+            let stored = sqlite3_column_int64(statement, 6) != 0
+            var tombstone = Tombstone(
+                id: String(decoding: quakeID, as: UTF8.self), code: stored ? row.code : nil, mag: image.mag,
+                place: stored ? row.place : nil, time: image.time ?? 0)
+            tombstone.lat = image.lat
+            tombstone.lon = image.lon
+            tombstone.depth = stored ? row.depth : nil
+            tombstone.type = image.type
+            tombstone.alert = image.alert
+            tombstone.status = image.status
+            tombstone.tsunami = image.tsunami
+            tombstone.sig = image.sig
+            leaveTombstone = tombstone
+        }
+    }
+
+    private static func storedKind(_ statement: OpaquePointer) -> ChangeKind {
+        guard sqlite3_column_type(statement, 1) != SQLITE_NULL, let first = sqlite3_column_text(statement, 1)?.pointee
+        else { return .update }
+        switch first {
+        case UInt8(ascii: "i"): return .insert
+        case UInt8(ascii: "d"): return .delete
+        default: return .update
+        }
+    }
 
     /// The quake columns in table order: the names, which are also the feed's and the
     /// interface's `Quake` field names.
@@ -133,14 +285,6 @@ public struct StoredChangeRow {
     }
 
     public var quakeID: UnsafeRawBufferPointer { text(0) ?? UnsafeRawBufferPointer(start: nil, count: 0) }
-    public var kind: ChangeKind {
-        guard let bytes = text(1), let first = bytes.first else { return .update }
-        switch first {
-        case UInt8(ascii: "i"): return .insert
-        case UInt8(ascii: "d"): return .delete
-        default: return .update
-        }
-    }
     /// Update: the JSON array of FieldChange objects, as stored.
     public var fieldsJSON: UnsafeRawBufferPointer? { text(2) }
     /// Delete: the JSON Tombstone object, as stored.
@@ -149,8 +293,9 @@ public struct StoredChangeRow {
         text(4).flatMap { DeleteReason(rawValue: String(decoding: $0, as: UTF8.self)) }
     }
     public var supersededBy: UnsafeRawBufferPointer? { text(5) }
-    /// Whether the quake is stored (inserts and updates whose quake a later transaction did not remove).
-    public var hasQuake: Bool { sqlite3_column_int64(statement, 6) != 0 }
+    /// Whether the quake is stored (inserts, updates and enters whose quake a later transaction did
+    /// not remove).
+    public var hasQuake: Bool { kind != .leave && sqlite3_column_int64(statement, 6) != 0 }
 
     /// Quake column `index` (in ``quakeColumns`` order).
     public func quake(_ index: Int) -> Value {
@@ -196,7 +341,8 @@ struct HistoryCollector: StoredHistoryVisitor {
                 HistoryChange(
                     quakeId: String(decoding: row.quakeID, as: UTF8.self), kind: row.kind,
                     fields: try row.fieldsJSON.map { try decoder.decode([FieldChange].self, from: Data($0)) },
-                    tombstone: try row.tombstoneJSON.map { try decoder.decode(Tombstone.self, from: Data($0)) },
+                    tombstone: try row.leaveTombstone
+                        ?? row.tombstoneJSON.map { try decoder.decode(Tombstone.self, from: Data($0)) },
                     reason: row.reason, supersededBy: row.supersededBy.map { String(decoding: $0, as: UTF8.self) },
                     quake: row.quake))
         } catch {
@@ -204,5 +350,43 @@ struct HistoryCollector: StoredHistoryVisitor {
         }
     }
 
-    mutating func endTransaction() {}
+    mutating func endTransaction(_ counts: StoredTransactionCounts) {
+        transactions[transactions.count - 1].inserted = counts.inserted
+        transactions[transactions.count - 1].updated = counts.updated
+        transactions[transactions.count - 1].deleted = counts.deleted
+        transactions[transactions.count - 1].entered = counts.entered
+        transactions[transactions.count - 1].left = counts.left
+    }
+
+    mutating func dropTransaction() { transactions.removeLast() }
+}
+
+extension QuakeStore {
+    /// Whether history after `token` (through `through`, if given) holds a change that `filter`
+    /// sends: what a filtered subscriber is woken for. Throws as
+    /// ``history(after:limit:maxChanges:filter:)`` does.
+    public func sendsChanges(after token: HistoryToken, through: HistoryToken = .max, filter: QuakeFilter) throws -> Bool {
+        var counter = SentChangeCounter(through: through)
+        var after = token
+        while after < through {
+            let page = try visitHistory(after: after, limit: 1000, maxChanges: 100_000, filter: filter, &counter)
+            if counter.sent > 0 { return true }
+            guard page.hasMore else { return false }
+            after = page.nextAfter
+        }
+        return false
+    }
+}
+
+/// Counts the changes a filtered read sends.
+private struct SentChangeCounter: StoredHistoryVisitor {
+    let through: HistoryToken
+    var sent = 0
+    private var counting = true
+    init(through: HistoryToken) { self.through = through }
+    mutating func beginPage(changeCount: Int) {}
+    mutating func beginTransaction(_ header: StoredTransactionHeader) { counting = header.token <= through }
+    mutating func visitChange(_ row: StoredChangeRow) { if counting { sent += 1 } }
+    mutating func endTransaction(_ counts: StoredTransactionCounts) {}
+    mutating func dropTransaction() {}
 }

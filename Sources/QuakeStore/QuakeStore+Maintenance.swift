@@ -83,6 +83,7 @@ extension QuakeStore {
             guard through > current else { return PurgeReport(removed: 0, oldestToken: current) }
             try db.execute(sql: "DELETE FROM historyTransactions WHERE token <= ?", arguments: [through])
             let removed = db.changesCount
+            try db.execute(sql: "DELETE FROM historyDeferredImages WHERE token <= ?", arguments: [through])
             try db.execute(sql: "UPDATE storeInfo SET purgedThrough = ?", arguments: [through])
             return PurgeReport(removed: removed, oldestToken: through)
         }

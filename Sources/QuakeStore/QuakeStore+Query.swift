@@ -18,6 +18,8 @@ public struct QuakeQuery: Sendable, Hashable, Codable {
     public var near: Near?
     public var limit: Int?
     public var order: Order = .time
+    /// Applied with the conditions above (all must hold).
+    public var filter: QuakeFilter?
 
     public struct Near: Sendable, Hashable, Codable {
         public var lat: Double
@@ -64,14 +66,37 @@ public final class QuakeSnapshot: Sendable {
         self.storeID = storeID
     }
 
-    /// Up to `limit` quakes with ids after `afterID`, ordered by id.
-    public func page(after afterID: String?, limit: Int) throws -> [FeedFeature] {
-        try snapshot.read { db in
-            try Row.fetchAll(
+    /// Ends the snapshot's read transaction and closes its connection now (otherwise when the
+    /// snapshot is released).
+    public func close() {
+        try? snapshot.close()
+    }
+
+    /// Up to `limit` quakes with ids after `afterID`, ordered by id; with a filter, only those
+    /// it matches.
+    public func page(after afterID: String?, limit: Int, filter: QuakeFilter? = nil) throws -> [FeedFeature] {
+        let limit = max(1, limit)
+        guard let filter, !filter.isEmpty else {
+            return try snapshot.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id > ? ORDER BY id LIMIT ?",
+                    arguments: [afterID ?? "", limit]
+                ).map { QuakeColumns.feature(from: $0) }
+            }
+        }
+        let narrowing = filter.narrowingSQL()
+        return try snapshot.read { db in
+            let rows = try Row.fetchCursor(
                 db,
-                sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id > ? ORDER BY id LIMIT ?",
-                arguments: [afterID ?? "", max(1, limit)]
-            ).map { QuakeColumns.feature(from: $0) }
+                sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id > ? AND \(narrowing.sql) ORDER BY id",
+                arguments: StatementArguments([afterID ?? ""] + narrowing.arguments.map { $0 as any DatabaseValueConvertible }))
+            var page: [FeedFeature] = []
+            while page.count < limit, let row = try rows.next() {
+                let quake = QuakeColumns.feature(from: row)
+                if filter.matches(quake) { page.append(quake) }
+            }
+            return page
         }
     }
 }
@@ -112,12 +137,17 @@ extension QuakeStore {
                 }
             }
         }
-        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let orderClause = query.order == .time ? "ORDER BY time DESC, id" : "ORDER BY mag IS NULL, mag DESC, time DESC"
         let limit = query.limit.map { max(0, $0) }
+        if let filter = query.filter, !filter.isEmpty {
+            let narrowing = filter.narrowingSQL()
+            conditions.append(narrowing.sql)
+            arguments += narrowing.arguments.map { $0 as any DatabaseValueConvertible }
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         return try pool.read { db in
             let head = try Self.head(db)
-            if let near = query.near {
+            if query.near != nil || !(query.filter?.isEmpty ?? true) {
                 let rows = try Row.fetchCursor(
                     db, sql: "SELECT \(QuakeColumns.list) FROM quakes \(whereClause) \(orderClause)",
                     arguments: StatementArguments(arguments))
@@ -125,9 +155,12 @@ extension QuakeStore {
                 var total = 0
                 while let row = try rows.next() {
                     let quake = QuakeColumns.feature(from: row)
-                    guard let lat = quake.lat, let lon = quake.lon,
-                        Self.distanceKm(lat, lon, near.lat, near.lon) <= near.radiusKm
-                    else { continue }
+                    if let near = query.near {
+                        guard let lat = quake.lat, let lon = quake.lon,
+                            Self.distanceKm(lat, lon, near.lat, near.lon) <= near.radiusKm
+                        else { continue }
+                    }
+                    if let filter = query.filter, !filter.matches(quake) { continue }
                     total += 1
                     if limit == nil || matches.count < limit! { matches.append(quake) }
                 }
@@ -148,11 +181,7 @@ extension QuakeStore {
 
     /// Great-circle distance (haversine, mean Earth radius 6,371 km).
     static func distanceKm(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
-        let r = Double.pi / 180
-        let dLat = (lat2 - lat1) * r
-        let dLon = (lon2 - lon1) * r
-        let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat1 * r) * cos(lat2 * r) * sin(dLon / 2) * sin(dLon / 2)
-        return 2 * 6371 * asin(min(1, sqrt(a)))
+        Geodesy.distanceKm(lat1, lon1, lat2, lon2)
     }
 
     /// A read of every stored quake as of one token, taken page by page without holding up

@@ -5,7 +5,7 @@ import QuakeFeed
 
 /// The SQLite store: quakes, their persistent history, and the store's identity.
 ///
-/// One file, `<state-dir>/quakes.sqlite`, in WAL mode so readers (including `sqlite3` opened
+/// One file, `<state-directory>/quakes.sqlite`, in WAL mode so readers (including `sqlite3` opened
 /// read-only by a user) never block the importer and never see half a write. Every write that
 /// changes anything is one SQLite transaction and one history transaction with a new token.
 public struct QuakeStore: Sendable {
@@ -76,10 +76,17 @@ public struct QuakeStore: Sendable {
     /// returns at the end of the document. The document is parsed as it arrives; it is never held
     /// whole in memory. Any failure (bad bytes, a short document, an error thrown by `produce`,
     /// cancellation, more than `maxBytes`) rolls everything back and throws ``ImportError``.
+    ///
+    /// Features whose event `time` is before `expiringBefore` (event retention) are left out,
+    /// counted as skipped for the reason `expired`, whether stored or not: the import neither
+    /// brings back a quake the retention pass deleted nor changes one it is about to delete.
+    /// `feed`'s validators are written in the same transaction (see ``feedState(url:)``): they
+    /// are stored exactly when the body they describe is.
     public func importFeed(
-        source: String, maxBytes: Int? = nil, now: Date = Date(),
-        produce: @escaping @Sendable (FeedSink) async throws -> Void
+        source: String, maxBytes: Int? = nil, now: Date = Date(), expiringBefore: Date? = nil,
+        feed: ImportedFeed? = nil, produce: @escaping @Sendable (FeedSink) async throws -> Void
     ) async throws -> ImportReport {
+        let expireBefore = expiringBefore.map { Self.milliseconds($0) } ?? .min
         let started = ContinuousClock.now
         let pipe = ChunkPipe()
         let storeID = storeID
@@ -105,8 +112,12 @@ public struct QuakeStore: Sendable {
                     return try await pool.write { db in
                         var feedImport = try FeedImport(
                             db: db, report: ImportReport(store: storeID, source: source), now: now,
-                            commitSignal: commitSignal)
-                        return try feedImport.run(pipe: pipe)
+                            expireBefore: expireBefore, commitSignal: commitSignal)
+                        let report = try feedImport.run(pipe: pipe)
+                        if let feed {
+                            try Self.recordSuccess(db, url: feed.url, validators: feed.validators, now: now)
+                        }
+                        return report
                     }
                 } catch is CancellationError {
                     throw ImportError(kind: .cancelled, message: "the import was cancelled")
@@ -128,8 +139,11 @@ public struct QuakeStore: Sendable {
     }
 
     /// Imports a feed file (for `file://` feeds and tests).
-    public func importFile(_ url: URL, source: String? = nil, maxBytes: Int? = nil) async throws -> ImportReport {
-        try await importFeed(source: source ?? url.absoluteString, maxBytes: maxBytes) { sink in
+    public func importFile(_ url: URL, source: String? = nil, maxBytes: Int? = nil, expiringBefore: Date? = nil)
+        async throws -> ImportReport
+    {
+        try await importFeed(source: source ?? url.absoluteString, maxBytes: maxBytes, expiringBefore: expiringBefore) {
+            sink in
             try await sink.sendFile(at: url)
         }
     }

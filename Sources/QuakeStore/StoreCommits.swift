@@ -10,10 +10,24 @@ public struct StoreCommit: Sendable, Hashable {
     /// was purged through it, or it was a write whose changes cancelled out, which still uses up
     /// its token).
     public var author: HistoryAuthor?
+    /// When this process committed it (the moment the commit was signalled), for measuring how
+    /// long announcing it takes; nil for a commit noticed on the file (another process's). A
+    /// measurement, not part of the commit: equality and hashing leave it out.
+    public var committedAt: ContinuousClock.Instant?
 
-    public init(token: HistoryToken, author: HistoryAuthor?) {
+    public init(token: HistoryToken, author: HistoryAuthor?, committedAt: ContinuousClock.Instant? = nil) {
         self.token = token
         self.author = author
+        self.committedAt = committedAt
+    }
+
+    public static func == (lhs: StoreCommit, rhs: StoreCommit) -> Bool {
+        lhs.token == rhs.token && lhs.author == rhs.author
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(token)
+        hasher.combine(author)
     }
 }
 
@@ -116,14 +130,15 @@ public struct StoreCommits: AsyncSequence, Sendable {
                     await signal.wait(past: generation, until: .now + pollInterval)
                     if Task.isCancelled { break }
                 }
-                let generationNow = signal.generation
+                let (generationNow, signalledAt) = signal.lastSignal
                 let filesNow = StoreFiles(path: store.path)
+                let signalled = files != nil && generationNow != generation
                 let changed = files == nil || unsettled || generationNow != generation || filesNow != files
                 generation = generationNow
                 files = filesNow
                 guard changed else { continue }
                 unsettled = filesNow.changed(within: Self.settleTime, of: Date())
-                let newest: StoreCommit
+                var newest: StoreCommit
                 headReads += 1
                 do {
                     newest = try await store.newestCommit()
@@ -138,6 +153,7 @@ public struct StoreCommits: AsyncSequence, Sendable {
                 }
                 if newest.token > previous {
                     last = newest.token
+                    if signalled { newest.committedAt = signalledAt }
                     return newest
                 }
             }

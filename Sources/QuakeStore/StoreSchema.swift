@@ -181,6 +181,100 @@ enum StoreSchema {
                 }
             }
         }
+        migrator.registerMigration("v7-feed-state") { db in
+            // What quaked knows of each feed's server between restarts, by feed URL: the
+            // validators (ETag, Last-Modified) of the body last imported, written in the import's
+            // own transaction, so they never claim a body the store does not hold; and the
+            // backoff of a failing feed. Bookkeeping of the pulls: no history.
+            try db.execute(
+                sql: """
+                    CREATE TABLE feedState (
+                        url TEXT PRIMARY KEY NOT NULL CHECK (url <> ''),
+                        etag TEXT,
+                        lastModified TEXT,
+                        -- failed pulls in a row; 0 after a success
+                        consecutiveFailures INTEGER NOT NULL DEFAULT 0 CHECK (consecutiveFailures >= 0),
+                        -- ms since the epoch: no scheduled pull before this (the backoff after a
+                        -- failure, or the server's Retry-After); NULL after a success
+                        nextAttempt INTEGER,
+                        -- ms since the epoch of the last write of this row
+                        updatedAt INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("v8-history-images") { db in
+            // What a filter looks at, kept with every change: the quake's values after an insert or
+            // update, before a delete (`at…`), and for an update the old values of those of them it
+            // changed (`atOld`, a JSON object of FieldValues by field, NULL when it changed none).
+            // A filtered reader judges each change by the quake as it was then, not as it is now.
+            // Rows written before this migration get the quake's values as stored now (inserts,
+            // updates) or their tombstone's (deletes): close, not exact, for history older than
+            // the upgrade.
+            //
+            // An import into an empty table (a first import: 100,000 inserts) leaves its inserts'
+            // images out, and its token in historyDeferredImages: filling them would cost a random
+            // read of every row. Until a later transaction changes such a quake, its row as stored
+            // is its image; the transaction that first changes or deletes it fills the image in
+            // (from the values before the change: its atOld, or its tombstone).
+            for (column, source) in zip(QuakeImage.historyColumns, QuakeImage.columns) {
+                let type = ["mag", "lat", "lon"].contains(source) ? "REAL" : source == "time" || source == "tsunami" || source == "sig" ? "INTEGER" : "TEXT"
+                try db.execute(sql: "ALTER TABLE historyChanges ADD COLUMN \(column) \(type)")
+            }
+            try db.execute(sql: "ALTER TABLE historyChanges ADD COLUMN atOld TEXT")
+            try db.execute(sql: "CREATE TABLE historyDeferredImages (token INTEGER PRIMARY KEY NOT NULL)")
+            try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE kind <> 'delete'")
+            try db.execute(sql: HistoryImages.fillFromTombstones + " WHERE kind = 'delete'")
+            try db.execute(sql: HistoryImages.fillOldValues + " WHERE kind = 'update'")
+        }
+        migrator.registerMigration("v9-client-errors") { db in
+            // What a named client last reported it could not do (its `watch --exec` command
+            // failing), until it next acknowledges without an error.
+            try db.execute(sql: "ALTER TABLE clients ADD COLUMN lastError TEXT")
+            try db.execute(sql: "ALTER TABLE clients ADD COLUMN lastErrorAt INTEGER")
+        }
         return migrator
     }
+}
+
+/// The SQL that writes history's filter images (migration v8): each statement ends before its
+/// WHERE, which the caller adds.
+enum HistoryImages {
+    static let assigned = "(" + QuakeImage.historyColumns.joined(separator: ", ") + ")"
+    /// Inserts and updates: the quake as stored (at the end of the transaction).
+    static let fillFromQuakes = """
+        UPDATE historyChanges SET \(assigned) = (SELECT \(QuakeImage.columns.joined(separator: ", "))
+            FROM quakes WHERE quakes.id = historyChanges.quakeId)
+        """
+    /// Deletes: the tombstone.
+    static let fillFromTombstones = """
+        UPDATE historyChanges SET \(assigned) = (\(QuakeImage.columns.map { "tombstone ->> '\($0)'" }.joined(separator: ", ")))
+        """
+    /// The inserts of deferred-image transactions (see migration v8) whose quake the transaction
+    /// `?1` changes or deletes: their images become the values before that change.
+    static let fillDeferred: String = {
+        let typed: [String: String] = [
+            "mag": "float", "lat": "float", "lon": "float", "time": "int", "type": "string", "alert": "string",
+            "tsunami": "int", "status": "string", "sig": "int",
+        ]
+        let before = zip(QuakeImage.historyColumns, QuakeImage.columns).map { column, field in
+            """
+            CASE WHEN c.kind = 'update' AND json_type(c.atOld, '$.\(field)') IS NOT NULL
+                THEN json_extract(c.atOld, '$.\(field).\(typed[field]!)') ELSE c.\(column) END
+            """
+        }
+        return """
+            UPDATE historyChanges AS h SET \(assigned) = (\(before.joined(separator: ", ")))
+            FROM historyChanges AS c
+            WHERE c.token = ?1 AND c.kind <> 'insert' AND h.quakeId = c.quakeId
+                AND h.token IN (SELECT token FROM historyDeferredImages) AND h.atTime IS NULL
+            """
+    }()
+
+    /// Updates: the old values of the filter's fields the update changed.
+    static let fillOldValues = """
+        UPDATE historyChanges SET atOld = (
+            SELECT NULLIF(json_group_object(e.value ->> 'field', json(e.value -> 'old')), '{}')
+            FROM json_each(historyChanges.fields) e
+            WHERE e.value ->> 'field' IN (\(QuakeImage.columns.map { "'\($0)'" }.joined(separator: ", "))))
+        """
 }

@@ -17,7 +17,15 @@ struct ModelRun: AsyncParsableCommand {
             replaying history from token 0 gives the rows; no event is stored twice; the integrity \
             check passes. The first failure is shrunk and printed with its documents. Case I of seed \
             S is the same on every machine.
+
+            With --filtered, the same cases check filtered history instead: random filters \
+            (magnitude, circles and boxes, across the antimeridian too, types, alert, tsunami, \
+            status, significance, time), one client per filter following history from token 0 and \
+            one starting from a filtered snapshot after every step; after every step each client's \
+            cache equals the filter applied to the store, and every change it was sent made sense.
             """)
+
+    @Flag(help: "Check filtered history (enter and leave) instead.") var filtered = false
 
     @Option(help: "Cases to run.") var cases = 1000
     @Option(help: "The first case to run (case I of a seed is the same on every machine).") var first = 0
@@ -29,11 +37,14 @@ struct ModelRun: AsyncParsableCommand {
         let seed = seed ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("model: seed \(seed), \(cases) cases of \(steps) steps over \(events) events")
         let started = ContinuousClock.now
-        let result = try await ModelCheck.run(
-            cases: cases, seed: seed, first: first, shape: ModelShape(steps: steps, events: events),
-            progress: { done in
-                if done % 500 == 0 { print("model: \(done) cases passed") }
-            })
+        let progress: @Sendable (Int) -> Void = { done in
+            if done % 500 == 0 { print("model: \(done) cases passed") }
+        }
+        let shape = ModelShape(steps: steps, events: events)
+        let result =
+            filtered
+            ? try await FilterModelCheck.run(cases: cases, seed: seed, first: first, shape: shape, progress: progress)
+            : try await ModelCheck.run(cases: cases, seed: seed, first: first, shape: shape, progress: progress)
         let seconds = Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000
         print(
             "model: \(result.cases) cases, \(result.steps) steps, \(result.transactions) transactions checked in \(String(format: "%.1f", seconds)) s"
@@ -41,7 +52,7 @@ struct ModelRun: AsyncParsableCommand {
         if let counterexample = result.counterexample {
             print(counterexample)
             print(
-                "model: FAILED (rerun: quake-bench model --seed \(seed) --first \(counterexample.caseIndex) --cases 1 --steps \(steps) --events \(events))"
+                "model: FAILED (rerun: quake-bench model\(filtered ? " --filtered" : "") --seed \(seed) --first \(counterexample.caseIndex) --cases 1 --steps \(steps) --events \(events))"
             )
             throw ExitCode(1)
         }

@@ -37,6 +37,12 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             var seconds: Double
             var changesPerSecond: Double
             var peerChangesPerSecond: Double
+            /// The same history through a filter (minMagnitude 3: about half the quakes, with
+            /// enters and leaves as magnitudes cross it): history changes covered per second, the
+            /// changes sent, and the ratio to the unfiltered throughput.
+            var filteredChangesPerSecond: Double
+            var filteredChangesSent: Int
+            var filteredRatio: Double
         }
         struct FanOut: Encodable {
             var subscribers: Int
@@ -99,7 +105,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         let daemon = try ChildProcess(
             quaked,
             [
-                "--state-dir", state.path, "--socket", socket, "--feed", "file:///nonexistent.geojson", "--interval",
+                "--state-directory", state.path, "--socket", socket, "--feed", "file:///nonexistent.geojson", "--interval",
                 "1h",
                 "--log-level", "error",
             ])
@@ -136,16 +142,19 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             + features.joined(separator: ",") + "]}"
     }
 
-    private func catchUp(socket: String, state: URL) throws -> Figures.CatchUp {
+    /// Pages through the whole history with FetchHistory (with `filter`, a JSON Filter, if
+    /// given): the changes received and the time taken.
+    private func fetchAll(socket: String, filter: String?) throws -> (changes: Int, seconds: Double) {
         let client = try UnixSocketClient(path: socket)
         var after = 0
         var received = 0
         let started = ContinuousClock.now
+        let filterMember = filter.map { #","filter":"# + $0 } ?? ""
         // The reply text is scanned, not parsed into objects: the figure is the daemon's
         // (reading history, encoding it, writing it), not this client's JSON parser.
         while true {
             try client.send(
-                #"{"method":"\#(IOQuaked.FetchHistory.name)","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000}}"#
+                #"{"method":"\#(IOQuaked.FetchHistory.name)","parameters":{"after":\#(after),"limit":1000,"maxChanges":10000\#(filterMember)}}"#
             )
             // An error reply begins with its "error" member.
             guard let reply = try client.receiveBytes(timeout: .seconds(60)), !reply.starts(with: #"{"error""#.utf8)
@@ -162,7 +171,13 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             after = next
             if Self.field("hasMore", in: tail) != "true" { break }
         }
-        let quaked = (ContinuousClock.now - started).inSeconds
+        return (received, (ContinuousClock.now - started).inSeconds)
+    }
+
+    private func catchUp(socket: String, state: URL) throws -> Figures.CatchUp {
+        let (received, quaked) = try fetchAll(socket: socket, filter: nil)
+        let filtered = try fetchAll(socket: socket, filter: #"{"minMagnitude":3.0}"#)
+        let filteredRate = Double(received) / filtered.seconds
 
         // Peer: the same changes read straight from the database file with Python's sqlite3.
         let script = """
@@ -186,9 +201,15 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             String(
                 format: "  ratio (quaked / peer throughput): %.2f",
                 (Double(received) / quaked) / (Double(peer.changes) / peer.seconds)))
+        say(
+            String(
+                format:
+                    "  filtered (minMagnitude 3): %.2f s, %.0f history changes/s, %d changes sent; %.2f of the unfiltered throughput",
+                filtered.seconds, filteredRate, filtered.changes, filteredRate / (Double(received) / quaked)))
         return Figures.CatchUp(
             changes: received, seconds: quaked, changesPerSecond: Double(received) / quaked,
-            peerChangesPerSecond: Double(peer.changes) / peer.seconds)
+            peerChangesPerSecond: Double(peer.changes) / peer.seconds, filteredChangesPerSecond: filteredRate,
+            filteredChangesSent: filtered.changes, filteredRatio: filteredRate / (Double(received) / quaked))
     }
 
     /// `quakectl watch` on a cache that is empty at token 0 of the store: it catches up through

@@ -79,7 +79,7 @@ struct CommitsTests {
                 let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
                 let result = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
-                    ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path, "--json"])
+                    ["--once", "--feed", fixture.absoluteString, "--state-directory", dir.path, "--json"])
                 #expect(result.status == 0, "\(result.stderr)")
                 let report = try #require(
                     try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])

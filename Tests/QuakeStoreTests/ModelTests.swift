@@ -12,14 +12,46 @@ struct ModelTests {
     /// a failure in CI is reproduced by running the same test.
     @Test("seeded random documents, deletes and retention keep every property of history")
     func randomCases() async throws {
+        try await Self.check("model", defaultCases: 200) { try await ModelCheck.run(cases: $0, seed: $1) }
+    }
+
+    @Test("a filtered client, from token 0 or from a filtered snapshot, holds the filter applied to the store")
+    func filteredCases() async throws {
+        try await Self.check("filtered model", defaultCases: 100) { try await FilterModelCheck.run(cases: $0, seed: $1) }
+    }
+
+    /// Runs a model check with the environment's seed and cases, or the fixed defaults.
+    static func check(
+        _ name: String, defaultCases: Int, _ run: (Int, UInt64) async throws -> ModelCheckResult
+    ) async throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["QUAKED_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_123
-        let cases = environment["QUAKED_MODEL_CASES"].flatMap { Int($0) } ?? 200
-        let result = try await ModelCheck.run(cases: cases, seed: seed)
-        print("model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.transactions) transactions")
+        let cases = environment["QUAKED_MODEL_CASES"].flatMap { Int($0) } ?? defaultCases
+        let result = try await run(cases, seed)
+        print("\(name): seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.transactions) transactions")
         #expect(result.transactions > cases, "the cases hardly changed the store: the generator is off")
         if let counterexample = result.counterexample {
             Issue.record("\(counterexample)")
+        }
+    }
+
+    @Test("the filtered check catches a client sent a change it should not get")
+    func filteredCheckFails() throws {
+        var client = FilterModelCheck.Client(filter: 0, token: 0, cache: [:], origin: "test")
+        let filter = QuakeFilter(minMagnitude: 4)
+        var big = FeedFeature(id: "us1", time: 1)
+        big.mag = 4.5
+        // A stored quake the client does not hold: a mismatch.
+        #expect(throws: ModelCheck.Problem.self) {
+            try FilterModelCheck.check(client, rows: ["us1": big], filter: filter)
+        }
+        client.cache["us1"] = big
+        try FilterModelCheck.check(client, rows: ["us1": big], filter: filter)
+        var small = big
+        small.mag = 3
+        // Held, but no longer matching: the client should have been sent a leave.
+        #expect(throws: ModelCheck.Problem.self) {
+            try FilterModelCheck.check(client, rows: ["us1": small], filter: filter)
         }
     }
 
