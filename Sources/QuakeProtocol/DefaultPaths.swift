@@ -23,19 +23,52 @@ public struct DefaultPaths: Sendable {
     /// `$STATE_DIRECTORY` (its first entry), else `/var/lib/quaked` as root, else
     /// `$XDG_STATE_HOME/quaked`, else `~/.local/state/quaked`.
     public var stateDirectory: String {
-        if let first = Self.firstEntry(environment["STATE_DIRECTORY"]) { return first }
-        if isRoot { return "/var/lib/quaked" }
-        if let xdg = Self.absolute(environment["XDG_STATE_HOME"]) { return xdg + "/quaked" }
-        return home + "/.local/state/quaked"
+        switch stateDirectoryBase {
+        case .serviceManager: return Self.firstEntry(environment["STATE_DIRECTORY"])!
+        case .root: return "/var/lib/quaked"
+        case .user: return Self.absolute(environment["XDG_STATE_HOME"])! + "/quaked"
+        case .fallback: return home + "/.local/state/quaked"
+        }
+    }
+
+    /// Which rule gives ``stateDirectory``.
+    public var stateDirectoryBase: Base {
+        if Self.firstEntry(environment["STATE_DIRECTORY"]) != nil { return .serviceManager }
+        if isRoot { return .root }
+        if Self.absolute(environment["XDG_STATE_HOME"]) != nil { return .user }
+        return .fallback
     }
 
     /// `$RUNTIME_DIRECTORY/quaked.sock`, else `/run/quaked/quaked.sock` as root, else
     /// `$XDG_RUNTIME_DIR/quaked/quaked.sock`, else `/tmp/quaked-<uid>/quaked.sock`.
     public var socketPath: String {
-        if let first = Self.firstEntry(environment["RUNTIME_DIRECTORY"]) { return first + "/quaked.sock" }
-        if isRoot { return "/run/quaked/quaked.sock" }
-        if let xdg = Self.absolute(environment["XDG_RUNTIME_DIR"]) { return xdg + "/quaked/quaked.sock" }
-        return "/tmp/quaked-\(getuid())/quaked.sock"
+        switch socketBase {
+        case .serviceManager: return Self.firstEntry(environment["RUNTIME_DIRECTORY"])! + "/quaked.sock"
+        case .root: return "/run/quaked/quaked.sock"
+        case .user: return Self.absolute(environment["XDG_RUNTIME_DIR"])! + "/quaked/quaked.sock"
+        case .fallback: return "/tmp/quaked-\(getuid())/quaked.sock"
+        }
+    }
+
+    /// Which rule gives ``socketPath``. Only with `.serviceManager` did someone other than quaked
+    /// choose the socket's directory; the daemon holds the others to stricter rules.
+    public var socketBase: Base {
+        if Self.firstEntry(environment["RUNTIME_DIRECTORY"]) != nil { return .serviceManager }
+        if isRoot { return .root }
+        if Self.absolute(environment["XDG_RUNTIME_DIR"]) != nil { return .user }
+        return .fallback
+    }
+
+    /// The rules behind a default, in the order they are tried.
+    public enum Base: Sendable, Equatable {
+        /// systemd's `$STATE_DIRECTORY` or `$RUNTIME_DIRECTORY`.
+        case serviceManager
+        /// The FHS locations, as root.
+        case root
+        /// `$XDG_STATE_HOME` or `$XDG_RUNTIME_DIR`.
+        case user
+        /// `~/.local/state/quaked`, or `/tmp/quaked-<uid>` without `$XDG_RUNTIME_DIR`.
+        case fallback
     }
 
     /// systemd passes several directories separated by colons.

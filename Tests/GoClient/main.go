@@ -151,6 +151,7 @@ func (c *client) run() {
 	c.getUnknown()
 	c.deleteUnknown()
 	c.reload()
+	c.metrics()
 }
 
 // --- plumbing ---
@@ -389,7 +390,7 @@ func (c *client) subscribe(storeID string) {
 	defer cancel()
 	heartbeat := int64(30)
 	c.sum.Calls++
-	receive, callErr := ioquaked.Subscribe().Send(ctx, l.conn, varlink.More, &c.opt.clientName, &heartbeat)
+	receive, callErr := ioquaked.Subscribe().Send(ctx, l.conn, varlink.More, &c.opt.clientName, &heartbeat, nil)
 	if callErr != nil {
 		c.fail(label, "%v", callErr)
 		return
@@ -456,7 +457,7 @@ func (c *client) fetchHistory(storeID string) int64 {
 		ctx, cancel := c.context()
 		c.sum.Calls++
 		sid, head, oldest, transactions, hasMore, nextAfter, callErr := ioquaked.FetchHistory().Call(
-			ctx, l.conn, &storeID, after, &c.opt.limit, &c.opt.maxChanges, &c.opt.clientName)
+			ctx, l.conn, &storeID, after, &c.opt.limit, &c.opt.maxChanges, &c.opt.clientName, nil)
 		cancel()
 		f, errName, ok := c.reply(label, "io.quaked.FetchHistory", l, callErr, false, "io.quaked.TokenExpired")
 		if !ok {
@@ -618,7 +619,7 @@ func (c *client) acknowledge(token int64) {
 	ctx, cancel := c.context()
 	defer cancel()
 	c.sum.Calls++
-	callErr := ioquaked.Acknowledge().Call(ctx, l.conn, c.opt.clientName, token)
+	callErr := ioquaked.Acknowledge().Call(ctx, l.conn, c.opt.clientName, token, nil)
 	f, _, ok := c.reply(label, "io.quaked.Acknowledge", l, callErr, false)
 	if ok && c.decoded(label, f, map[string]interface{}{}) {
 		c.ok(label)
@@ -637,7 +638,7 @@ func (c *client) snapshot(storeID string) []ioquaked.Quake {
 	ctx, cancel := c.context()
 	defer cancel()
 	c.sum.Calls++
-	receive, callErr := ioquaked.Snapshot().Send(ctx, l.conn, varlink.More, &c.opt.pageSize)
+	receive, callErr := ioquaked.Snapshot().Send(ctx, l.conn, varlink.More, &c.opt.pageSize, nil)
 	if callErr != nil {
 		c.fail(label, "%v", callErr)
 		return nil
@@ -710,7 +711,7 @@ func (c *client) query(quakes []ioquaked.Quake) {
 		ctx, cancel := c.context()
 		order := order
 		c.sum.Calls++
-		result, total, head, callErr := ioquaked.Query().Call(ctx, l.conn, &minMag, &since, &kind, &near, &limit, &order)
+		result, total, head, callErr := ioquaked.Query().Call(ctx, l.conn, &minMag, &since, &kind, &near, &limit, &order, nil)
 		cancel()
 		where := fmt.Sprintf("%s(order %s)", label, order)
 		f, _, ok := c.reply(where, "io.quaked.Query", l, callErr, false)
@@ -856,6 +857,28 @@ func (c *client) reload() {
 	if c.decoded(label, f, map[string]interface{}{}) {
 		c.ok(label)
 	}
+}
+
+func (c *client) metrics() {
+	const label = "Metrics"
+	l, err := c.link()
+	if err != nil {
+		c.fail(label, "%v", err)
+		return
+	}
+	ctx, cancel := c.context()
+	defer cancel()
+	c.sum.Calls++
+	text, callErr := ioquaked.Metrics().Call(ctx, l.conn)
+	f, _, ok := c.reply(label, "io.quaked.Metrics", l, callErr, false)
+	if !ok || !c.decoded(label, f, map[string]interface{}{"text": text}) {
+		return
+	}
+	if !strings.Contains(text, "# TYPE quaked_history_head_token gauge") {
+		c.fail(label, "the text has no quaked_history_head_token: %.200q", text)
+		return
+	}
+	c.ok(label)
 }
 
 func contains(list []string, s string) bool {

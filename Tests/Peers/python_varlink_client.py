@@ -101,9 +101,14 @@ with varlink.Client(address=address) as client:
             except varlink.VarlinkError as e:
                 assert e.error() == "org.varlink.service.PermissionDenied", e.error()
 
+        def metrics():
+            text = quaked.Metrics()["text"]
+            assert "# TYPE quaked_history_head_token gauge" in text, text[:200]
+
         for name, fn in [("GetStatus", status), ("Refresh", refresh), ("FetchHistory", history),
                          ("Acknowledge", acknowledge), ("Snapshot", snapshot), ("Query", query), ("Get", get),
-                         ("Get:NoSuchQuake", get_unknown), ("Delete", delete), ("Reload", reload)]:
+                         ("Get:NoSuchQuake", get_unknown), ("Delete", delete), ("Reload", reload),
+                         ("Metrics", metrics)]:
             check(name, fn)
 
     # Subscribe streams until the caller goes away: its own connection.

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOConcurrencyHelpers
 
-/// A Varlink client over one stream connection (a Unix socket): one call at a time, each answered
+/// A Varlink client over one stream connection (a Unix socket, or a pipe pair): one call at a time, each answered
 /// by one reply, or by a sequence of replies for a call with `more`.
 ///
 /// The connection reads only while a caller waits for a reply (autoRead is off), so a service that
@@ -28,18 +28,43 @@ public final class VarlinkClient: Sendable {
         unixDomainSocketPath path: String, bootstrap: some NIOClientTCPBootstrapProtocol,
         maxMessageSize: Int = 64 << 20
     ) async throws -> VarlinkClient {
-        let channel = try await bootstrap.channelOption(ChannelOptions.autoRead, value: false)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let inbox = ReplyInbox(channel: channel)
-                    try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(NULFrameDecoder(maxMessageSize: maxMessageSize)))
-                    try channel.pipeline.syncOperations.addHandler(ReplyHandler(inbox: inbox))
-                }
+        try await connect(maxMessageSize: maxMessageSize) { initializer in
+            try await bootstrap.channelInitializer(initializer).connect(unixDomainSocketPath: path).get()
+        }
+    }
+
+    /// Makes a client on a stream channel of any kind: a pipe pair (NIOPosix's `NIOPipeBootstrap`,
+    /// e.g. the stdin and stdout of an `ssh HOST quakectl bridge` child), a socket passed in, ...
+    /// `makeChannel` creates the channel with `initializer` as its channel initializer, which turns
+    /// autoRead off and adds the framing and the reply handler:
+    ///
+    ///     try await VarlinkClient.connect { initializer in
+    ///         try await NIOPipeBootstrap(group: group).channelInitializer(initializer)
+    ///             .takingOwnershipOfDescriptors(input: readFD, output: writeFD).get()
+    ///     }
+    public static func connect(
+        maxMessageSize: Int = 64 << 20,
+        _ makeChannel: (_ initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>) async throws
+            -> any Channel
+    ) async throws -> VarlinkClient {
+        // Kept from the initializer: a peer that is gone at once (a pipe whose writer exited)
+        // may have closed the channel, and emptied its pipeline, by the time it is returned.
+        let made = NIOLockedValueBox<ReplyInbox?>(nil)
+        let channel = try await makeChannel { channel in
+            // Before the channel is registered, so that it never reads on its own.
+            channel.setOption(ChannelOptions.autoRead, value: false).flatMapThrowing {
+                let inbox = ReplyInbox(channel: channel)
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(NULFrameDecoder(maxMessageSize: maxMessageSize)))
+                try channel.pipeline.syncOperations.addHandler(ReplyHandler(inbox: inbox))
+                made.withLockedValue { $0 = inbox }
             }
-            .connect(unixDomainSocketPath: path).get()
-        let handler = try await channel.pipeline.handler(type: ReplyHandler.self).map { $0.inbox }.get()
-        return VarlinkClient(channel: channel, inbox: handler)
+        }
+        guard let inbox = made.withLockedValue({ $0 }) else {
+            try? await channel.close()
+            throw VarlinkConnectionError.closed
+        }
+        return VarlinkClient(channel: channel, inbox: inbox)
     }
 
     /// Closes the connection; a call waiting for a reply throws ``VarlinkConnectionError/closed``.
@@ -84,6 +109,10 @@ public final class VarlinkClient: Sendable {
         }
         return VarlinkReplies(client: self)
     }
+
+    /// Whether no call is waiting for replies: a `more` call abandoned half-way leaves the
+    /// connection busy (the service may go on streaming until it notices the close).
+    public var isIdle: Bool { !busy.withLockedValue { $0 } }
 
     private func begin() throws {
         try busy.withLockedValue { busy in

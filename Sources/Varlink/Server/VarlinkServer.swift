@@ -70,10 +70,33 @@ public final class VarlinkServer: Sendable {
 
     public typealias Listener = NIOAsyncChannel<Connection, Never>
 
+    /// How one call ended, for a server's metrics: told once per message, when it has been
+    /// handled (a call made with `more` when its last reply is written or it fails).
+    public struct CallOutcome: Sendable, Hashable {
+        /// The qualified method (`io.quaked.GetStatus`) when this server serves it; nil for a
+        /// message that is no call, a call of an interface or method it does not serve, and
+        /// `oneway` with `more`. So the values are bounded by the served interfaces.
+        public var method: String?
+        /// nil when the call succeeded; else the qualified name of the error replied (also for
+        /// oneway calls, which get no reply), ``disconnected`` when the connection failed under
+        /// the call (the client went away, a write failed or timed out), or ``internal`` when the
+        /// method failed with an error that is no Varlink error (the connection is closed).
+        public var error: String?
+
+        public static let disconnected = "disconnected"
+        public static let `internal` = "internal"
+
+        public init(method: String?, error: String?) {
+            self.method = method
+            self.error = error
+        }
+    }
+
     private let interfaces: [String: VarlinkInterfaceHandler]
     private let limits: Limits
     private let limitReplies: LimitReplies
     private let logger: Logger
+    private let callObserver: (@Sendable (CallOutcome) -> Void)?
     private let connections = NIOLockedValueBox(0)
     /// Writes in progress, by connection: what the sweeper checks against the write timeout.
     private let writes = NIOLockedValueBox<[ObjectIdentifier: WriteWatch]>([:])
@@ -102,7 +125,7 @@ public final class VarlinkServer: Sendable {
 
     public init(
         info: Info, interfaces: [VarlinkInterfaceHandler], limits: Limits = .init(), limitReplies: LimitReplies,
-        logger: Logger
+        logger: Logger, callObserver: (@Sendable (CallOutcome) -> Void)? = nil
     ) {
         let names = [OrgVarlinkService.interfaceName] + interfaces.map(\.name)
         var all = Dictionary(uniqueKeysWithValues: interfaces.map { ($0.name, $0) })
@@ -113,6 +136,7 @@ public final class VarlinkServer: Sendable {
         self.limits = limits
         self.limitReplies = limitReplies
         self.logger = logger
+        self.callObserver = callObserver
     }
 
     /// Sets up an accepted channel (for a listener's child channel initializer): message limits,
@@ -219,16 +243,21 @@ public final class VarlinkServer: Sendable {
         sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil, eventLoop: (any EventLoop)? = nil
     ) async throws -> Bool {
         let reply = { (bytes: [UInt8]) in ByteBuffer(bytes: bytes) }
+        // What the observer is told; set as the message goes, told once on the way out.
+        var outcome = CallOutcome(method: nil, error: nil)
+        defer { callObserver?(outcome) }
         let call: VarlinkCall
         do {
             call = try VarlinkCall(parsing: frame)
         } catch {
             // Not a call this server can read: say so; the framing is intact, so the connection
             // stays usable.
+            outcome.error = OrgVarlinkService.InvalidParameter.name
             try await write(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameterName))))
             return true
         }
         if call.oneway && call.more {
+            outcome.error = OrgVarlinkService.InvalidParameter.name
             try await write(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: "oneway"))))
             return false
         }
@@ -240,15 +269,28 @@ public final class VarlinkServer: Sendable {
             }
             let request = VarlinkRequest(
                 call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow, eventLoop: eventLoop)
+            outcome.method = call.method
             guard try await interface.handle(call.member, request) else {
+                outcome.method = nil
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
         } catch let error as VarlinkParameterError {
+            outcome.error = OrgVarlinkService.InvalidParameter.name
             try await respond(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter))))
         } catch let error as any VarlinkError {
+            outcome.error = type(of: error).name
             try await respond(reply(VarlinkReply.frame(error: error)))
+        } catch {
+            outcome.error = Self.isDisconnection(error) ? CallOutcome.disconnected : CallOutcome.internal
+            throw error
         }
         return true
+    }
+
+    /// Whether a method failed because its connection did: a write to a closed or reset socket,
+    /// or the task cancelled with the connection.
+    static func isDisconnection(_ error: any Error) -> Bool {
+        error is CancellationError || error is ChannelError || error is IOError || Task.isCancelled
     }
 }
 
