@@ -31,11 +31,19 @@ public final class ChildProcess: @unchecked Sendable {
     private var stdoutData = Data()
     private var stderrData = Data()
 
-    /// Starts `executable` with `arguments`; `environment` entries are added to the test's own.
+    /// The proxy variables quaked reads: a child gets only those the test gives it, so that a
+    /// proxy set for the machine never carries the tests' loopback traffic.
+    public static let proxyVariables: Set<String> = [
+        "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+    ]
+
+    /// Starts `executable` with `arguments`; `environment` entries are added to the test's own
+    /// (less its proxy variables, ``proxyVariables``).
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.filter { !Self.proxyVariables.contains($0.key) }
+            .merging(environment) { $1 }
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
         process.standardInput = FileHandle.nullDevice

@@ -12,20 +12,24 @@ struct OnceRun {
 
     func run() async throws {
         let limits = configuration.pullLimits
-        let client = HTTPClient(
-            eventLoopGroupProvider: .singleton, configuration: FeedPuller.clientConfiguration(limits: limits))
-        let puller = FeedPuller(client: client, limits: limits, userAgent: QuakedVersion.userAgent)
+        let clients = FeedHTTPClients(
+            configuration: FeedPuller.clientConfiguration(limits: limits), proxies: configuration.proxy)
+        let puller = FeedPuller(clients: clients, limits: limits, userAgent: QuakedVersion.userAgent)
         var failures = 0
+        let expiringBefore = configuration.eventRetention.map { Date().addingTimeInterval(-($0 / .seconds(1))) }
         for source in configuration.feeds {
             do {
-                let outcome = try await puller.pull(source, into: store)
+                // Conditional, with the validators of the body the store last imported.
+                let validators = try store.feedState(url: source.url.absoluteString)?.validators ?? .init()
+                let outcome = try await puller.pull(
+                    source, into: store, validators: validators, expiringBefore: expiringBefore)
                 print(render(outcome, source: source))
             } catch {
                 failures += 1
                 FileHandle.standardError.write(Data("quaked: \(source): \(error)\n".utf8))
             }
         }
-        try await client.shutdown()
+        try await clients.shutdown()
         if failures > 0 { throw ExitCode(1) }
     }
 
@@ -58,6 +62,7 @@ struct OnceRun {
         let token = report.token.map { "token \($0)" } ?? "no changes"
         return "\(source): \(report.features) features: +\(report.inserted) new, \(report.updated) updated, "
             + "\(report.unchanged) unchanged, \(report.stale) stale, \(report.superseded) superseded, "
-            + "\(report.skippedTotal) skipped · \(token) · \(report.bytes) bytes in \(report.durationMs) ms"
+            + "\(report.skippedTotal) skipped\(report.expired > 0 ? " (\(report.expired) expired)" : "") · \(token) · "
+            + "\(report.bytes) bytes in \(report.durationMs) ms"
     }
 }

@@ -12,10 +12,11 @@ public struct QuakedCommand: AsyncParsableCommand {
         abstract: "Keep a local SQLite store in step with the USGS real-time earthquake feeds.",
         discussion: """
             quaked pulls the USGS GeoJSON summary feeds on a schedule, imports them without \
-            duplicates into <state-dir>/quakes.sqlite, records every change in a persistent history \
+            duplicates into <state-directory>/quakes.sqlite, records every change in a persistent history \
             with tokens, and tells clients on its Unix socket (Varlink interface io.quaked) what \
             changed. Settings come from flags, then QUAKED_* environment variables, then the config \
-            file, then built-in defaults; see quaked.conf(5). SIGHUP reloads the configuration.
+            file, then built-in defaults; see quaked.conf(5). SIGHUP reloads the configuration; \
+            --check-config shows what it would be.
             """,
         version: QuakedVersion.string)
 
@@ -30,7 +31,12 @@ public struct QuakedCommand: AsyncParsableCommand {
     var interval: String?
 
     @Option(help: ArgumentHelp("Directory holding quakes.sqlite.", valueName: "dir"))
-    var stateDir: String?
+    var stateDirectory: String?
+
+    /// The old name of `--state-directory`, still accepted; hidden, so that each setting has one
+    /// name, its configuration key.
+    @Option(name: .customLong("state-dir"), help: .hidden)
+    var stateDirAlias: String?
 
     @Option(help: ArgumentHelp("Path of the control socket (Varlink).", valueName: "path"))
     var socket: String?
@@ -47,7 +53,9 @@ public struct QuakedCommand: AsyncParsableCommand {
     @Flag(help: "Pull each feed once, import it, print a summary and exit.")
     var once = false
 
-    @Flag(help: "With --once: print the result as one JSON object per feed.")
+    @Flag(
+        help: "With --once: print the result as one JSON object per feed. With --check-config: print one JSON object."
+    )
     var json = false
 
     @Flag(
@@ -57,7 +65,25 @@ public struct QuakedCommand: AsyncParsableCommand {
             """)
     var check = false
 
+    @Flag(
+        help: """
+            Check the configuration (options, QUAKED_* environment, config file, defaults) and exit: \
+            prints every key's effective value, in config-file syntax, and where it came from. \
+            Exits 78 on an error. Starts nothing and creates nothing.
+            """)
+    var checkConfig = false
+
     public init() {}
+
+    public func validate() throws {
+        let modes = [("--once", once), ("--check", check), ("--check-config", checkConfig)].filter(\.1).map(\.0)
+        if modes.count > 1 {
+            throw ValidationError("\(modes.joined(separator: " and ")) cannot be combined")
+        }
+        if stateDirectory != nil, stateDirAlias != nil {
+            throw ValidationError("--state-dir is the old name of --state-directory: give one of them")
+        }
+    }
 
     /// The entry point. Declared here so that `main.swift` gets the async path rather than
     /// ParsableCommand's synchronous `main()`, which refuses async commands outside `@main`.
@@ -78,8 +104,11 @@ public struct QuakedCommand: AsyncParsableCommand {
     var loader: ConfigurationLoader {
         var flags: [(key: DaemonConfiguration.Key, value: String, flag: String)] = feeds.map { (.feed, $0, "--feed") }
         if let interval { flags.append((.interval, interval, "--interval")) }
-        if let stateDir {
-            flags.append((.stateDirectory, Self.absolute(stateDir), "--state-dir"))
+        if let stateDirectory {
+            flags.append((.stateDirectory, Self.absolute(stateDirectory), "--state-directory"))
+        }
+        if let stateDirAlias {
+            flags.append((.stateDirectory, Self.absolute(stateDirAlias), "--state-dir"))
         }
         if let socket { flags.append((.socket, Self.absolute(socket), "--socket")) }
         if let logLevel { flags.append((.logLevel, logLevel, "--log-level")) }
@@ -88,11 +117,16 @@ public struct QuakedCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let loader = self.loader
-        let configuration: DaemonConfiguration
+        let resolved: ResolvedConfiguration
         do {
-            configuration = try loader.load()
+            resolved = try loader.resolve()
         } catch {
             Self.fail("\(error)", exitCode: 78)  // EX_CONFIG: systemd does not restart on it
+        }
+        let configuration = resolved.configuration
+        if checkConfig {
+            print(json ? CheckConfig.json(resolved) : CheckConfig.text(resolved), terminator: "")
+            return
         }
         if check {
             try Self.checkStore(configuration)
@@ -107,7 +141,14 @@ public struct QuakedCommand: AsyncParsableCommand {
         QuakedLogging.bootstrap(level: configuration.logLevel, identifier: "quaked")
         let logger = Logger(label: "quaked")
         do {
-            try await Daemon.run(loader: loader, configuration: configuration, logger: logger)
+            try await Daemon.run(
+                loader: loader, configuration: configuration, socketDirectory: ControlSocket.Directory(resolved),
+                logger: logger)
+        } catch let error as ConfigurationError {
+            Self.fail("\(error)", exitCode: 78)  // as for one found while loading
+        } catch let error as MetricsListener.StartupError {
+            logger.critical("quaked cannot run", metadata: ["error": "\(error)"])
+            Self.fail("\(error)", exitCode: 78)  // a setting that cannot work, like a bad one
         } catch {
             logger.critical("quaked cannot run", metadata: ["error": "\(error)"])
             Self.fail("\(error)", exitCode: 1)

@@ -120,11 +120,11 @@ struct ConfigurationTests {
     @Test("quaked exits 78 (EX_CONFIG) on an invalid configuration, naming the key")
     func exitCode78() async throws {
         let result = try await ChildProcess.run(
-            BuiltProducts.path("quaked"), ["--interval", "banana", "--state-dir", "/nonexistent"])
+            BuiltProducts.path("quaked"), ["--interval", "banana", "--state-directory", "/nonexistent"])
         #expect(result.status == 78)
         #expect(result.stderr.contains("interval (--interval)"))
         let environment = try await ChildProcess.run(
-            BuiltProducts.path("quaked"), ["--state-dir", "/nonexistent"], environment: ["QUAKED_LOG_LEVEL": "loud"])
+            BuiltProducts.path("quaked"), ["--state-directory", "/nonexistent"], environment: ["QUAKED_LOG_LEVEL": "loud"])
         #expect(environment.status == 78)
         #expect(environment.stderr.contains("QUAKED_LOG_LEVEL"))
     }

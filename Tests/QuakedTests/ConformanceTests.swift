@@ -20,7 +20,7 @@ extension EndToEnd {
                 try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
                 let once = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
-                    ["--once", "--feed", Self.week.absoluteString, "--state-dir", daemon.stateDirectory.path])
+                    ["--once", "--feed", Self.week.absoluteString, "--state-directory", daemon.stateDirectory.path])
                 #expect(once.status == 0, "\(once.stderr)")
                 let id = try daemon.withStore { try $0.allQuakes().first!.id }
                 let deleted = try await daemon.call("io.quaked.Delete", ["ids": [id]])
@@ -96,7 +96,7 @@ extension EndToEnd {
                 #expect(
                     ok == [
                         "GetStatus", "Refresh", "FetchHistory", "Acknowledge", "Snapshot", "Query", "Get",
-                        "Get:NoSuchQuake", "Delete", "Reload", "Subscribe",
+                        "Get:NoSuchQuake", "Delete", "Reload", "Subscribe", "Metrics",
                     ], "\(result.stdout)")
                 let changes = (summary?["seen"] as? [String: Any])?["changes"] as? [String: Int] ?? [:]
                 #expect(changes["insert"] ?? 0 > 0)
@@ -119,7 +119,7 @@ extension EndToEnd {
                     let ok = (summary?["ok"] as? [String] ?? []).map { $0.split(separator: ":").first.map(String.init) ?? $0 }
                     for method in [
                         "GetInfo", "GetInterfaceDescription", "GetStatus", "Refresh", "Subscribe", "FetchHistory",
-                        "Acknowledge", "Snapshot", "Query", "Get", "Delete", "Reload",
+                        "Acknowledge", "Snapshot", "Query", "Get", "Delete", "Reload", "Metrics",
                     ] {
                         #expect(ok.contains(method), "\(method) not called: \(result.stdout)")
                     }

@@ -9,7 +9,7 @@ final class DaemonHarness: @unchecked Sendable {
     var socketPath: String { directory.appendingPathComponent("q.sock").path }
     var stateDirectory: URL { directory.appendingPathComponent("state") }
 
-    /// Starts quaked with `arguments` (plus --state-dir and --socket in `directory`) and waits
+    /// Starts quaked with `arguments` (plus --state-directory and --socket in `directory`) and waits
     /// until its socket answers.
     init(
         in directory: URL, _ arguments: [String], environment: [String: String] = [:], waitForSocket: Bool = true
@@ -18,7 +18,7 @@ final class DaemonHarness: @unchecked Sendable {
         process = try ChildProcess(
             BuiltProducts.path("quaked"),
             [
-                "--state-dir", directory.appendingPathComponent("state").path, "--socket",
+                "--state-directory", directory.appendingPathComponent("state").path, "--socket",
                 directory.appendingPathComponent("q.sock").path, "--log-level", "debug",
             ] + arguments,
             environment: environment)

@@ -134,8 +134,12 @@ extension EndToEnd {
                     // Recovery: the ninth answer is a good feed.
                     try await server.waitForRequests("/feed", count: 9, timeout: .seconds(30))
                     try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 2 }
-                    let recovered = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
-                    #expect(recovered["consecutiveFailures"] as? Int == 0)
+                    // The feed's status follows the import's commit by a moment (the pull returns
+                    // first): wait for it rather than race it.
+                    try await waitUntil(timeout: .seconds(10)) {
+                        let recovered = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
+                        return recovered["consecutiveFailures"] as? Int == 0
+                    }
 
                     // Delays grew while failing: 500, 500 (~0.3 s, ~0.6 s), then Retry-After 2 s.
                     let times = server.requests("/feed").map(\.receivedAt)
@@ -251,7 +255,7 @@ extension EndToEnd {
 
                 let second = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
-                    ["--state-dir", dir.appendingPathComponent("state2").path, "--socket", first.socketPath] + feed)
+                    ["--state-directory", dir.appendingPathComponent("state2").path, "--socket", first.socketPath] + feed)
                 #expect(second.status == 1)
                 #expect(second.stderr.contains("answers on"))
                 #expect(first.process.isRunning)
@@ -268,7 +272,7 @@ extension EndToEnd {
                     "/usr/bin/systemd-socket-activate",
                     [
                         "-l", socketPath, "--fdname=varlink", BuiltProducts.path("quaked"),
-                        "--state-dir", dir.appendingPathComponent("state").path,
+                        "--state-directory", dir.appendingPathComponent("state").path,
                         // A socket path that is never bound: the passed socket must be used instead.
                         "--socket", dir.appendingPathComponent("unused.sock").path,
                         "--feed", Self.small.absoluteString, "--interval", "1h",

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeFeed
 import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
@@ -12,8 +13,10 @@ import Varlink
 /// reply built value by value from the store's decoded history.
 @Suite("FetchHistory encoding")
 struct FetchHistoryEncodingTests {
-    @Test("the pass-through reply decodes strictly and equals the reply built from decoded values")
-    func passThroughMatchesTheInterface() async throws {
+    @Test(
+        "the pass-through reply decodes strictly and equals the reply built from decoded values",
+        arguments: [nil, QuakeFilter(minMagnitude: 1.2), QuakeFilter(region: .box(minLat: 30, maxLat: 40, minLon: -125, maxLon: -115))])
+    func passThroughMatchesTheInterface(filter: QuakeFilter?) async throws {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
             defer { try? store.close() }
@@ -22,21 +25,38 @@ struct FetchHistoryEncodingTests {
             let ids = try store.allQuakes().prefix(2).map(\.id)
             _ = try await store.delete(ids: ids)
             _ = try await store.applyRetention(maxAge: .seconds(86400 * 365 * 50))
+            // Magnitudes moved across 1.2, and places across the box: enters and leaves.
+            let week = try FeedDocument(contentsOf: Fixtures.usgs("abruzzi__earthquake-viz__all_week.geojson"))
+            let moved = try week.features.prefix(40).map { feature -> String in
+                var f = feature
+                var properties = f["properties"] as! [String: Any]
+                properties["mag"] = ((properties["mag"] as? Double) ?? 1) < 1.2 ? 2.5 : 0.5
+                properties["updated"] = ((properties["updated"] as? Int) ?? 0) + 1000
+                f["properties"] = properties
+                var geometry = f["geometry"] as! [String: Any]
+                let coordinates = geometry["coordinates"] as! [Double]
+                geometry["coordinates"] = [-120, coordinates[1] > 35 ? 20 : 35, coordinates[2]]
+                f["geometry"] = geometry
+                return String(decoding: try JSONSerialization.data(withJSONObject: f), as: UTF8.self)
+            }
+            _ = try await store.importFeed(source: "test://moved") { sink in
+                try await sink.send(Array(#"{"type":"FeatureCollection","features":[\#(moved.joined(separator: ","))]}"#.utf8))
+            }
 
             var after: HistoryToken = 0
             var kinds: Set<IOQuaked.ChangeKind> = []
             while true {
-                var writer = IOQuaked.FetchHistory.ReplyWriter()
-                let summary = try store.visitHistory(after: after, limit: 2, maxChanges: 500, &writer)
+                var writer = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
+                let summary = try store.visitHistory(after: after, limit: 2, maxChanges: 500, filter: filter, &writer)
                 let frame = writer.finish(summary)
                 #expect(frame.last == 0, "a whole frame, NUL-terminated")
                 let reply = try VarlinkReply(parsing: Array(frame.dropLast()))
                 #expect(reply.error == nil && !reply.continues)
                 let decoded = try IOQuaked.FetchHistory.Reply.decode(json: reply.parameters)
-                let page = try store.history(after: after, limit: 2, maxChanges: 500)
+                let page = try store.history(after: after, limit: 2, maxChanges: 500, filter: filter)
                 let expected = IOQuaked.FetchHistory.Reply(
                     storeId: page.storeID, headToken: Int(page.head), oldestToken: Int(try store.oldestToken()),
-                    transactions: page.transactions.map(Self.transaction), hasMore: page.hasMore,
+                    transactions: page.transactions.map { Self.transaction($0, filtered: filter != nil) }, hasMore: page.hasMore,
                     nextAfter: Int(page.nextAfter))
                 #expect(decoded == expected)
                 // And the generated encoder writes the same value (the bytes may order keys differently).
@@ -45,12 +65,12 @@ struct FetchHistoryEncodingTests {
                 after = page.nextAfter
                 if !page.hasMore { break }
             }
-            #expect(kinds == [.insert, .update, .delete])
+            #expect(kinds == (filter == nil ? [.insert, .update, .delete] : [.insert, .update, .delete, .enter, .leave]))
         }
     }
 
     /// The reference mapping, field by field through the store's decoded types.
-    static func transaction(_ t: HistoryTransaction) -> IOQuaked.Transaction {
+    static func transaction(_ t: HistoryTransaction, filtered: Bool) -> IOQuaked.Transaction {
         func value(_ v: FieldValue) -> IOQuaked.FieldValue? {
             switch v {
             case .null: nil
@@ -61,13 +81,17 @@ struct FetchHistoryEncodingTests {
         }
         return IOQuaked.Transaction(
             token: Int(t.token), author: IOQuaked.Author(t.author), timestamp: Int(t.timestamp), source: t.source,
-            inserted: t.inserted, updated: t.updated, deleted: t.deleted,
+            inserted: t.inserted, updated: t.updated, deleted: t.deleted, entered: filtered ? t.entered : nil,
+            left: filtered ? t.left : nil,
             changes: t.changes.map { c in
                 IOQuaked.Change(
                     quakeId: c.quakeId, kind: IOQuaked.ChangeKind(c.kind),
                     fields: c.fields?.map { IOQuaked.FieldChange(field: $0.field, old: value($0.old), new: value($0.new)) },
                     tombstone: c.tombstone.map {
-                        IOQuaked.Tombstone(id: $0.id, code: $0.code, mag: $0.mag, place: $0.place, time: Int($0.time))
+                        IOQuaked.Tombstone(
+                            id: $0.id, code: $0.code, mag: $0.mag, place: $0.place, time: Int($0.time), lat: $0.lat,
+                            lon: $0.lon, depth: $0.depth, type: $0.type, alert: $0.alert, status: $0.status,
+                            tsunami: $0.tsunami.map(Int.init), sig: $0.sig.map(Int.init))
                     }, reason: c.reason.map(IOQuaked.DeleteReason.init), supersededBy: c.supersededBy,
                     quake: c.quake.map(IOQuaked.Quake.init))
             })

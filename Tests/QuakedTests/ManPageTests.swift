@@ -70,13 +70,26 @@ import Testing
         let commonItems = Mdoc.itemFlags(in: Mdoc.section("OPTIONS", of: page))
 
         var optionsByCommand: [String: [String]] = [:]
+        var filterFlags = Set<String>()
         for command in commands {
-            optionsByCommand[command] = HelpText.options(in: try await Self.help(quakectl, [command]))
+            let help = try await Self.help(quakectl, [command])
+            optionsByCommand[command] = HelpText.options(in: help)
+            filterFlags.formUnion(HelpText.options(in: help, section: "FILTERS"))
         }
-        // Options every command takes (--socket, --json, ...) are documented once, under OPTIONS.
-        let common = optionsByCommand.values.map(Set.init).reduce(Set(optionsByCommand[commands[0]] ?? [])) {
-            $0.intersection($1)
+        // The filter flags, shared by list, export and watch, are documented once, under FILTERS.
+        #expect(filterFlags.contains("--min-mag") && filterFlags.contains("--box"))
+        let filterItems = Mdoc.itemFlags(in: Mdoc.section("FILTERS", of: page))
+        for flag in filterFlags.sorted() {
+            #expect(filterItems.contains(flag), "quakectl.1 FILTERS has no item `.It Fl \(flag.dropFirst())`")
         }
+        for flag in filterItems {
+            #expect(filterFlags.contains(flag), "quakectl.1 FILTERS documents \(flag), which no command takes")
+        }
+        // Options every command takes (--socket, --json, ...) are documented once, under OPTIONS;
+        // `bridge`, which only carries bytes, takes --socket alone and documents it under itself.
+        let clients = optionsByCommand.filter { $0.key != "bridge" }.values.map(Set.init)
+        let common = clients.reduce(Set(optionsByCommand[commands[0]] ?? [])) { $0.intersection($1) }
+        #expect(common.contains("--host"))
         #expect(common.contains("--socket"))
         for option in common.union(HelpText.options(in: rootHelp)).sorted() {
             #expect(commonItems.contains(option), "quakectl.1 OPTIONS has no item `.It Fl \(option.dropFirst())`")
@@ -213,8 +226,14 @@ enum HelpText {
 
     /// The flags defined in OPTIONS: `  -o, --output <file>   Write ...` gives `-o` and `--output`.
     static func options(in help: String) -> [String] {
+        options(in: help, section: "OPTIONS")
+    }
+
+    /// The flags of one section of a help text (`FILTERS`: the filter flags of list, export and
+    /// watch).
+    static func options(in help: String, section heading: String) -> [String] {
         var options: [String] = []
-        for line in section("OPTIONS", in: help) where line.hasPrefix("  -") {
+        for line in section(heading, in: help) where line.hasPrefix("  -") {
             let synopsis = line.dropFirst(2).components(separatedBy: "  ").first ?? ""
             for part in synopsis.components(separatedBy: ", ") {
                 let flag = part.split(separator: " ").first.map(String.init) ?? ""

@@ -13,16 +13,16 @@ extension EndToEnd {
         @Test("--check: ok on a sound store, each problem on its own line and exit 1 otherwise")
         func integrityCheck() async throws {
             try await withTemporaryDirectory { dir in
-                let missing = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                let missing = try await ChildProcess.run(quaked, ["--check", "--state-directory", dir.path])
                 #expect(missing.status == 1)
                 #expect(missing.stderr.contains("no store to check"), "\(missing.stderr)")
                 #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(QuakeStore.fileName).path))
 
                 let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
                 let once = try await ChildProcess.run(
-                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path])
+                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-directory", dir.path])
                 #expect(once.status == 0, "\(once.stderr)")
-                let sound = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                let sound = try await ChildProcess.run(quaked, ["--check", "--state-directory", dir.path])
                 #expect(sound.status == 0, "\(sound.stderr)")
                 #expect(sound.stdout == "ok\n")
 
@@ -34,7 +34,7 @@ extension EndToEnd {
                     return id
                 }
                 try queue.close()
-                let broken = try await ChildProcess.run(quaked, ["--check", "--state-dir", dir.path])
+                let broken = try await ChildProcess.run(quaked, ["--check", "--state-directory", dir.path])
                 #expect(broken.status == 1)
                 #expect(
                     broken.stdout == "history's last change to quake \(victim) (token 1) is an insert, but it is not stored\n",
@@ -47,7 +47,7 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
                 let result = try await ChildProcess.run(
-                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-dir", dir.path, "--json"])
+                    quaked, ["--once", "--feed", fixture.absoluteString, "--state-directory", dir.path, "--json"])
                 #expect(result.status == 0, "\(result.stderr)")
                 let object = try #require(
                     try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -73,7 +73,7 @@ extension EndToEnd {
                     server.setResponse("/bad.geojson", .feed(fixture).truncated(afterBytes: 50_000))
                     server.setResponse("/down.geojson", .status(500))
                     let ok = try await ChildProcess.run(
-                        quaked, ["--once", "--feed", server.url("/good.geojson"), "--state-dir", dir.path, "--json"])
+                        quaked, ["--once", "--feed", server.url("/good.geojson"), "--state-directory", dir.path, "--json"])
                     #expect(ok.status == 0, "\(ok.stderr)")
                     #expect(server.requests("/good.geojson").first?.header("Accept-Encoding")?.contains("gzip") == true)
                     let store = try QuakeStore(directory: dir)
@@ -82,7 +82,7 @@ extension EndToEnd {
 
                     for path in ["/bad.geojson", "/down.geojson"] {
                         let failed = try await ChildProcess.run(
-                            quaked, ["--once", "--feed", server.url(path), "--state-dir", dir.path, "--json"])
+                            quaked, ["--once", "--feed", server.url(path), "--state-directory", dir.path, "--json"])
                         #expect(failed.status == 1)
                         #expect(failed.stdout.isEmpty)
                         let lines = failed.stderr.split(separator: "\n")
@@ -98,7 +98,7 @@ extension EndToEnd {
         @Test("a bad feed is a configuration error (exit 78) naming the key")
         func badFeedArgument() async throws {
             let result = try await ChildProcess.run(
-                quaked, ["--once", "--feed", "ftp://example.org/x", "--state-dir", "/nonexistent"])
+                quaked, ["--once", "--feed", "ftp://example.org/x", "--state-directory", "/nonexistent"])
             #expect(result.status == 78)
             #expect(result.stderr.contains("feed (--feed)"))
             #expect(result.stderr.contains("not a feed"))
@@ -113,7 +113,7 @@ extension EndToEnd {
                         quaked,
                         [
                             "--once", "--feed", Fixtures.usgs("rodu__quakemap__all_day.geojson").absoluteString,
-                            "--state-dir", dir.path,
+                            "--state-directory", dir.path,
                         ])
                     #expect(seed.status == 0, "\(seed.stderr)")
                     let before = try snapshot(dir)
@@ -124,7 +124,7 @@ extension EndToEnd {
                     server.setResponse(
                         "/big.geojson", TestResponse.feed(big).uncompressed().stalled(afterBytes: size * 9 / 10))
                     let child = try ChildProcess(
-                        quaked, ["--once", "--feed", server.url("/big.geojson"), "--state-dir", dir.path])
+                        quaked, ["--once", "--feed", server.url("/big.geojson"), "--state-directory", dir.path])
                     try await server.waitForRequests("/big.geojson", count: 1)
                     // Wait until the importer holds SQLite's write lock: it has written rows inside its
                     // open transaction and now waits for the rest of the body.
@@ -136,7 +136,7 @@ extension EndToEnd {
                     #expect(try snapshot(dir) == before)
                     // And the store takes the next import normally.
                     let again = try await ChildProcess.run(
-                        quaked, ["--once", "--feed", big.absoluteString, "--state-dir", dir.path, "--json"])
+                        quaked, ["--once", "--feed", big.absoluteString, "--state-directory", dir.path, "--json"])
                     #expect(again.status == 0, "\(again.stderr)")
                     #expect(try QuakeStore(directory: dir).head() == 2)
                 }

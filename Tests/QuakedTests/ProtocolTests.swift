@@ -142,7 +142,7 @@ extension EndToEnd {
                     BuiltProducts.path("quaked"),
                     [
                         "--once", "--feed", Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson").absoluteString,
-                        "--state-dir", daemon.stateDirectory.path,
+                        "--state-directory", daemon.stateDirectory.path,
                     ])
                 #expect(once.status == 0, "\(once.stderr)")
                 // The daemon checks the WAL file every 250 ms; with the heartbeat an hour away, a

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import QuakeProtocol
 import Varlink
 
@@ -36,33 +37,69 @@ public struct ConfigurationLoader: Sendable {
     }
 
     public func load() throws -> DaemonConfiguration {
-        var configuration = DaemonConfiguration(defaults: defaults)
-        if let file = effectiveFile {
-            try applyFile(file, to: &configuration)
+        try resolve().configuration
+    }
+
+    /// Loads the configuration and remembers where each value came from.
+    public func resolve() throws -> ResolvedConfiguration {
+        var resolved = ResolvedConfiguration(defaults: defaults, file: effectiveFile)
+        if let file = resolved.file {
+            try applyFile(file, to: &resolved)
         }
         for key in DaemonConfiguration.Key.allCases {
             if let value = environment[key.environmentName] {
-                try configuration.apply(key, value, source: key.environmentName)
+                try resolved.apply(key, value, source: key.environmentName)
             }
         }
         var sawFeedFlag = false
         for (key, value, flag) in flags {
-            try configuration.apply(key, value, source: flag, replaceFeeds: key != .feed || !sawFeedFlag)
+            try resolved.apply(key, value, source: flag, replaceFeeds: key != .feed || !sawFeedFlag)
             if key == .feed { sawFeedFlag = true }
         }
-        try configuration.validate()
-        return configuration
+        // The proxy comes from the environment only (curl's variables, not QUAKED_ ones).
+        resolved.configuration.proxy = try ProxySettings(environment: environment)
+        do {
+            try resolved.configuration.validate()
+        } catch var error as ConfigurationError {
+            // Name the source of the value found wrong, when one set it.
+            if let key = DaemonConfiguration.Key(rawValue: error.key), !resolved.isDefault(key) {
+                error.source = resolved.source(of: key)
+            }
+            throw error
+        }
+        return resolved
+    }
+
+    /// The file's text, read with plain `read(2)`: Foundation's readers refuse `/dev/null` (an
+    /// empty configuration, as `--config /dev/null` means) and report errors vaguely.
+    private static func read(_ path: String) throws -> String {
+        func fail(_ code: Int32) -> ConfigurationError {
+            ConfigurationError(
+                key: "config", source: path, problem: "cannot read the file: \(String(cString: strerror(code)))")
+        }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw fail(errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail(errno)
+            }
+            bytes += buffer[..<count]
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(key: "config", source: path, problem: "the file is not UTF-8 text")
+        }
+        return text
     }
 
     /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed` may repeat.
-    private func applyFile(_ path: String, to configuration: inout DaemonConfiguration) throws {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigurationError(
-                key: "config", source: path, problem: "cannot read the file: \(error.localizedDescription)")
-        }
+    private func applyFile(_ path: String, to configuration: inout ResolvedConfiguration) throws {
+        let text = try Self.read(path)
         var sawFeed = false
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
@@ -81,5 +118,85 @@ public struct ConfigurationLoader: Sendable {
             try configuration.apply(key, value, source: source, replaceFeeds: key != .feed || !sawFeed)
             if key == .feed { sawFeed = true }
         }
+    }
+}
+
+/// A loaded configuration and where each of its values came from: what `quaked --check-config`
+/// prints, and what start-up errors about a value (the socket's directory) name.
+public struct ResolvedConfiguration: Sendable {
+    public fileprivate(set) var configuration: DaemonConfiguration
+    /// The config file read, if any.
+    public let file: String?
+    public let defaults: DefaultPaths
+    /// For each key a source set, the source of each entry of ``DaemonConfiguration/text(for:)``
+    /// (`--interval`, `QUAKED_INTERVAL`, `/etc/quaked/quaked.conf:12`); keys not here have
+    /// their defaults.
+    public private(set) var sources: [DaemonConfiguration.Key: [String]] = [:]
+
+    public init(defaults: DefaultPaths, file: String? = nil) {
+        self.configuration = DaemonConfiguration(defaults: defaults)
+        self.file = file
+        self.defaults = defaults
+    }
+
+    /// ``DaemonConfiguration/apply(_:_:source:replaceFeeds:)``, remembering the source.
+    public mutating func apply(
+        _ key: DaemonConfiguration.Key, _ text: String, source: String, replaceFeeds: Bool = true
+    ) throws {
+        let kept = replaceFeeds ? [] : sources[key, default: []]
+        try configuration.apply(key, text, source: source, replaceFeeds: replaceFeeds)
+        let added = max(configuration.text(for: key).count - kept.count, 1)
+        sources[key] = kept + Array(repeating: source, count: added)
+    }
+
+    /// Whether `key` has its built-in default.
+    public func isDefault(_ key: DaemonConfiguration.Key) -> Bool { sources[key] == nil }
+
+    /// Where `key`'s value came from: its (last) source, or `default`.
+    public func source(of key: DaemonConfiguration.Key) -> String {
+        sources[key]?.last ?? "default"
+    }
+
+    /// One line of the effective configuration: a key, one value, where it came from.
+    public struct Entry: Sendable, Equatable {
+        public var key: String
+        public var value: String
+        /// `default` (with the rule for the state directory and socket, as in
+        /// `default ($XDG_RUNTIME_DIR)`), a flag, an environment variable or `file:line`.
+        public var source: String
+    }
+
+    /// Every key in ``DaemonConfiguration/Key/allCases`` order, one entry per value.
+    public var entries: [Entry] {
+        DaemonConfiguration.Key.allCases.flatMap { key -> [Entry] in
+            let values = configuration.text(for: key)
+            let keySources = sources[key] ?? Array(repeating: defaultDescription(key), count: values.count)
+            return values.enumerated().map { index, value in
+                Entry(key: key.rawValue, value: value, source: keySources[min(index, keySources.count - 1)])
+            }
+        }
+    }
+
+    private func defaultDescription(_ key: DaemonConfiguration.Key) -> String {
+        let rule: String
+        switch key {
+        case .stateDirectory:
+            switch defaults.stateDirectoryBase {
+            case .serviceManager: rule = "$STATE_DIRECTORY"
+            case .root: rule = "root"
+            case .user: rule = "$XDG_STATE_HOME"
+            case .fallback: rule = "no $XDG_STATE_HOME"
+            }
+        case .socket:
+            switch defaults.socketBase {
+            case .serviceManager: rule = "$RUNTIME_DIRECTORY"
+            case .root: rule = "root"
+            case .user: rule = "$XDG_RUNTIME_DIR"
+            case .fallback: rule = "no $XDG_RUNTIME_DIR"
+            }
+        default:
+            return "default"
+        }
+        return "default (\(rule))"
     }
 }

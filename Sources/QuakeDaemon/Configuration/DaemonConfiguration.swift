@@ -1,7 +1,6 @@
 import Foundation
 import QuakeProtocol
 import Varlink
-import Varlink
 import Logging
 
 /// Everything quaked can be configured with: the one source of truth for the configuration.
@@ -39,12 +38,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var retryInitialDelay: Duration = .seconds(10)
     /// The longest delay between retries.
     public var retryMaxDelay: Duration = .seconds(15 * 60)
+    /// The longest `Retry-After` honoured; a server asking for longer is asked again after this.
+    public var retryAfterMax: Duration = .seconds(3600)
     /// Connections served at once on the control socket.
     public var maxConnections: Int = 4096
     /// How long a client may take to finish a message it started.
     public var messageTimeout: Duration = .seconds(10)
     /// How long a reply may wait for a client to read it before the client is disconnected.
     public var writeTimeout: Duration = .seconds(10)
+    /// The HTTP proxies and exceptions of the environment (`https_proxy`, `no_proxy`, ...): not
+    /// configuration keys, but read with them, so that a bad one stops quaked the same way.
+    public var proxy = ProxySettings()
+    /// Where the metrics HTTP listener listens (`/metrics`); nil: no listener (the default),
+    /// unless systemd passes a socket named `metrics`.
+    public var metricsListen: MetricsAddress? = nil
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
         stateDirectory = paths.stateDirectory
@@ -87,9 +94,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case maxFeedSize = "max-feed-size"
         case retryInitialDelay = "retry-initial-delay"
         case retryMaxDelay = "retry-max-delay"
+        case retryAfterMax = "retry-after-max"
         case maxConnections = "max-connections"
         case messageTimeout = "message-timeout"
         case writeTimeout = "write-timeout"
+        case metricsListen = "metrics-listen"
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
         /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
@@ -152,6 +161,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
             retryInitialDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
         case .retryMaxDelay:
             retryMaxDelay = try parse { try ConfigValue.duration(value, minimum: .milliseconds(10)) }
+        case .retryAfterMax:
+            retryAfterMax = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
         case .maxConnections:
             guard let count = Int(value), (1...1_000_000).contains(count) else {
                 throw fail("'\(value)' is not a number of connections (1 to 1000000)")
@@ -161,6 +172,36 @@ public struct DaemonConfiguration: Sendable, Equatable {
             messageTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
         case .writeTimeout:
             writeTimeout = try parse { try ConfigValue.duration(value, minimum: .milliseconds(100)) }
+        case .metricsListen:
+            metricsListen =
+                value.isEmpty || value == "off" || value == "none" ? nil : try parse { try MetricsAddress(parsing: value) }
+        }
+    }
+
+    /// The value of `key` in the syntax ``apply(_:_:source:replaceFeeds:)`` and the config file
+    /// accept, one string per entry (several only for `feed`): what `quaked --check-config`
+    /// prints. Applying the entries to another configuration gives it this value (a test checks
+    /// it for every key).
+    ///
+    /// Keys whose value needs its own spelling are listed; any other key is read generically from
+    /// the stored property named like its case (`retryMaxDelay` for `retry-max-delay`): a
+    /// duration as `15m`, a number as digits, a string as is, nil as `none`.
+    public func text(for key: Key) -> [String] {
+        switch key {
+        case .feed: return feeds.map(\.name)
+        case .stateDirectory: return [stateDirectory]
+        case .socket: return [socketPath]
+        case .socketGroup: return [socketGroup ?? "none"]
+        case .adminGroup: return [adminGroup ?? "none"]
+        case .eventRetention: return [eventRetention.map(ConfigValue.text(duration:)) ?? "forever"]
+        case .logLevel: return [logLevel.rawValue]
+        case .maxFeedSize: return [ConfigValue.text(size: maxFeedSize)]
+        default:
+            let property = "\(key)"
+            guard let value = Mirror(reflecting: self).children.first(where: { $0.label == property })?.value else {
+                return []
+            }
+            return [ConfigValue.text(of: value)]
         }
     }
 
@@ -224,6 +265,41 @@ public enum ConfigValue {
         let duration = Duration.milliseconds(Int64((value * factor * 1000).rounded()))
         guard duration >= minimum else { throw Problem(message: "'\(text)' is shorter than the minimum of \(minimum)") }
         return duration
+    }
+
+    /// A duration as ``duration(_:minimum:)`` reads it, in the largest unit that keeps it a
+    /// whole number (`15m`, `7d`, `1500ms`), except that up to two minutes whole seconds stay
+    /// seconds (`60s`, `120s`, as timeouts are usually written).
+    public static func text(duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }
+        let whole = milliseconds / 1000
+        if whole <= 120 { return "\(whole)s" }
+        for (suffix, unit) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where whole % unit == 0 {
+            return "\(whole / unit)\(suffix)"
+        }
+        return "\(whole)s"
+    }
+
+    /// A size as ``size(_:)`` reads it, in the largest unit that keeps it whole (`256M`, `1500`).
+    public static func text(size: Int) -> String {
+        for (suffix, unit) in [("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] where size % unit == 0 {
+            return "\(size / unit)\(suffix)"
+        }
+        return "\(size)"
+    }
+
+    /// A plain stored value in configuration syntax: durations as ``text(duration:)``, nil as
+    /// `none`, anything else as it prints.
+    public static func text(of value: Any) -> String {
+        let mirror = Mirror(reflecting: value)
+        if mirror.displayStyle == .optional {
+            guard let wrapped = mirror.children.first?.value else { return "none" }
+            return text(of: wrapped)
+        }
+        if let duration = value as? Duration { return text(duration: duration) }
+        return "\(value)"
     }
 
     /// `1048576`, `512K`, `256M`, `1G` (powers of 1024).

@@ -148,10 +148,14 @@ public final class ChangeBroadcaster: Service, Sendable {
     private let store: QuakeStore
     private let storeID: String
     private let subscriptions = NIOLockedValueBox<[ObjectIdentifier: Subscription]>([:])
+    /// Told, for each commit of this process that had subscribers, how long it took from the
+    /// commit until every subscriber had been offered the change (the metrics' latency).
+    private let notified: (@Sendable (Duration) -> Void)?
 
-    public init(store: QuakeStore) {
+    public init(store: QuakeStore, notified: (@Sendable (Duration) -> Void)? = nil) {
         self.store = store
         self.storeID = store.storeID
+        self.notified = notified
     }
 
     /// Follows the store's commits, and flags due heartbeats, until graceful shutdown.
@@ -161,7 +165,7 @@ public final class ChangeBroadcaster: Service, Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await commit in self.store.commits() {
-                            self.publish(head: commit.token, author: commit.author)
+                            self.publish(head: commit.token, author: commit.author, committedAt: commit.committedAt)
                         }
                     }
                     group.addTask {
@@ -191,19 +195,54 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// Announces a committed transaction to every subscriber. Subscribers are offered the change
     /// from their connection's event loop, one task per loop: a write then needs no hop from
     /// thread to thread, and the loops write in parallel.
-    func publish(head: HistoryToken, author: HistoryAuthor?) {
+    ///
+    /// `committedAt` (a commit of this process) starts the latency clock: the last loop to finish
+    /// offering stops it. One measurement per commit, none per subscriber.
+    func publish(head: HistoryToken, author: HistoryAuthor?, committedAt: ContinuousClock.Instant? = nil) {
         let change = Change(
             head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
+        let all = subscriptions.withLockedValue({ Array($0.values) })
         var byLoop: [ObjectIdentifier: (loop: any EventLoop, subscriptions: [Subscription])] = [:]
-        for subscription in subscriptions.withLockedValue({ Array($0.values) }) {
+        for subscription in all {
             guard let loop = subscription.eventLoop else {
                 subscription.offer(change)
                 continue
             }
             byLoop[ObjectIdentifier(loop), default: (loop, [])].subscriptions.append(subscription)
         }
+        let clock: LatencyClock? =
+            if let notified, let committedAt, !all.isEmpty {
+                LatencyClock(parts: byLoop.count + 1, committedAt: committedAt, notified: notified)
+            } else {
+                nil
+            }
         for (loop, subscriptions) in byLoop.values {
-            loop.execute { for subscription in subscriptions { subscription.offer(change) } }
+            loop.execute {
+                for subscription in subscriptions { subscription.offer(change) }
+                clock?.partDone()
+            }
+        }
+        clock?.partDone()  // the subscriptions without a loop, offered above
+    }
+
+    /// Stops when its last part is done and tells how long it was since the commit.
+    private final class LatencyClock: Sendable {
+        private let remaining: NIOLockedValueBox<Int>
+        private let committedAt: ContinuousClock.Instant
+        private let notified: @Sendable (Duration) -> Void
+
+        init(parts: Int, committedAt: ContinuousClock.Instant, notified: @escaping @Sendable (Duration) -> Void) {
+            self.remaining = NIOLockedValueBox(parts)
+            self.committedAt = committedAt
+            self.notified = notified
+        }
+
+        func partDone() {
+            let last = remaining.withLockedValue { remaining in
+                remaining -= 1
+                return remaining == 0
+            }
+            if last { notified(ContinuousClock.now - committedAt) }
         }
     }
 

@@ -14,13 +14,14 @@ public final class ControlServer: Service, Sendable {
 
     public init(
         listener: VarlinkServer.Listener, origin: ControlSocket.Origin, service: QuakedService,
-        limits: VarlinkServer.Limits = .init(), logger: Logger
+        limits: VarlinkServer.Limits = .init(), logger: Logger,
+        callObserver: (@Sendable (VarlinkServer.CallOutcome) -> Void)? = nil
     ) {
         self.listener = listener
         self.origin = origin
         self.server = VarlinkServer(
             info: Self.info, interfaces: [IOQuaked.handler(service)], limits: limits, limitReplies: Self.limitReplies,
-            logger: logger)
+            logger: logger, callObserver: callObserver)
     }
 
     /// What org.varlink.service.GetInfo says of quaked.

@@ -26,7 +26,31 @@ extension IOQuaked.ChangeKind {
         case .insert: self = .insert
         case .update: self = .update
         case .delete: self = .delete
+        case .enter: self = .enter
+        case .leave: self = .leave
         }
+    }
+}
+
+extension QuakeFilter {
+    /// The filter of a call, or nil for none (or one that lets everything through). A malformed
+    /// or impossible one is InvalidParameter naming the field (`filter.box.minLat`).
+    static func from(_ filter: IOQuaked.Filter?) throws -> QuakeFilter? {
+        guard let filter else { return nil }
+        do {
+            let parsed = try QuakeFilter(filter)
+            return parsed.isEmpty ? nil : parsed
+        } catch let invalid as Invalid {
+            throw OrgVarlinkService.InvalidParameter(parameter: "filter." + invalid.field)
+        }
+    }
+}
+
+extension IOQuaked.Tombstone {
+    init(_ t: Tombstone) {
+        self.init(
+            id: t.id, code: t.code, mag: t.mag, place: t.place, time: Int(t.time), lat: t.lat, lon: t.lon, depth: t.depth,
+            type: t.type, alert: t.alert, status: t.status, tsunami: t.tsunami.map(Int.init), sig: t.sig.map(Int.init))
     }
 }
 
@@ -54,7 +78,7 @@ extension IOQuaked.ImportCounts {
     init(_ report: ImportReport) {
         self.init(
             inserted: report.inserted, updated: report.updated, unchanged: report.unchanged, stale: report.stale,
-            superseded: report.superseded, skipped: report.skippedTotal, bytes: report.bytes,
+            superseded: report.superseded, skipped: report.skippedTotal, expired: report.expired, bytes: report.bytes,
             durationMs: report.durationMs, token: report.token.map(Int.init))
     }
 }
@@ -128,8 +152,12 @@ extension IOQuaked.FetchHistory {
             return (bytes, ranges)
         }()
 
+        /// Whether the reply is of a filtered read (its transactions then say what entered and left).
+        let filtered: Bool
+
         /// Starts the reply inside its Varlink frame, so the finished bytes are sent as they are.
-        init() {
+        init(filtered: Bool = false) {
+            self.filtered = filtered
             VarlinkReply.beginFrame(&writer)
             writer.beginObject()
             writer.key("transactions")
@@ -141,7 +169,11 @@ extension IOQuaked.FetchHistory {
             writer.bytes.reserveCapacity(writer.bytes.count + changeCount * 1200 + 256)
         }
 
+        /// Where the transaction being written starts, for ``dropTransaction()``.
+        private var transactionStart = 0
+
         mutating func beginTransaction(_ t: StoredTransactionHeader) {
+            transactionStart = writer.bytes.count
             writer.separator()
             writer.beginObject()
             writer.key("token")
@@ -154,12 +186,6 @@ extension IOQuaked.FetchHistory {
                 writer.key("source")
                 writer.string(source)
             }
-            writer.key("inserted")
-            writer.int(t.inserted)
-            writer.key("updated")
-            writer.int(t.updated)
-            writer.key("deleted")
-            writer.int(t.deleted)
             writer.key("changes")
             writer.beginArray()
         }
@@ -175,7 +201,10 @@ extension IOQuaked.FetchHistory {
                 writer.key("fields")
                 writer.raw(fields)
             }
-            if let tombstone = c.tombstoneJSON {
+            if let tombstone = c.leaveTombstone {
+                writer.key("tombstone")
+                IOQuaked.Tombstone(tombstone).write(to: &writer)
+            } else if let tombstone = c.tombstoneJSON {
                 writer.key("tombstone")
                 writer.raw(tombstone)
             }
@@ -210,10 +239,28 @@ extension IOQuaked.FetchHistory {
             writer.endObject()
         }
 
-        mutating func endTransaction() {
+        mutating func endTransaction(_ counts: StoredTransactionCounts) {
             writer.endArray()
+            writer.key("inserted")
+            writer.int(counts.inserted)
+            writer.key("updated")
+            writer.int(counts.updated)
+            writer.key("deleted")
+            writer.int(counts.deleted)
+            if counts.entered + counts.left > 0 || filtered {
+                writer.key("entered")
+                writer.int(counts.entered)
+                writer.key("left")
+                writer.int(counts.left)
+            }
             writer.endObject()
         }
+
+        mutating func dropTransaction() {
+            writer.bytes.removeSubrange(transactionStart...)
+        }
+
+
 
         /// The whole reply frame (NUL-terminated), with the page's scalars.
         mutating func finish(_ page: StoredHistorySummary) -> [UInt8] {

@@ -14,15 +14,18 @@ public struct QuakedService: IOQuaked.Service {
     let scheduler: FeedScheduler
     let reloader: Reloader
     let broadcaster: ChangeBroadcaster
+    let metrics: MetricsExporter
     let logger: Logger
 
     public init(
-        store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster, logger: Logger
+        store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster,
+        metrics: MetricsExporter, logger: Logger
     ) {
         self.store = store
         self.scheduler = scheduler
         self.reloader = reloader
         self.broadcaster = broadcaster
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -45,7 +48,8 @@ public struct QuakedService: IOQuaked.Service {
             feeds: scheduler.statuses().map(IOQuaked.FeedStatus.init), subscribers: broadcaster.count,
             clients: try store.clients().map {
                 IOQuaked.ClientStatus(
-                    name: $0.name, token: Int($0.token), lag: Int(max(0, head - $0.token)), lastSeen: Int($0.lastSeen))
+                    name: $0.name, token: Int($0.token), lag: Int(max(0, head - $0.token)), lastSeen: Int($0.lastSeen),
+                    lastError: $0.lastError, lastErrorAt: $0.lastErrorAt.map(Int.init))
             })
     }
 
@@ -69,8 +73,12 @@ public struct QuakedService: IOQuaked.Service {
         if let client = parameters.client { try Self.validate(client: client) }
         let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
         let storeID = store.storeID
-        try await broadcaster.withSubscription(heartbeat: heartbeat, sendNow: call.trySend, eventLoop: call.eventLoop) {
-            subscription in
+        let filter = try QuakeFilter.from(parameters.filter)
+        // A filtered subscriber's changes go through this task, which asks the store whether they
+        // hold anything the filter sends; unfiltered ones may be sent straight from the event loop.
+        try await broadcaster.withSubscription(
+            heartbeat: heartbeat, sendNow: filter == nil ? call.trySend : nil, eventLoop: call.eventLoop
+        ) { subscription in
             // Registered before the head is read: nothing committed after this read is missed.
             let announced = try store.head()
             if let client = parameters.client { try await store.touch(client: client, token: announced) }
@@ -78,10 +86,18 @@ public struct QuakedService: IOQuaked.Service {
             // never queued for: the subscription holds only the latest head.
             try await call.reply(frame: ChangeBroadcaster.frame(.subscribed, storeID: storeID, head: announced))
             subscription.markReady(announced: announced)
+            var checked = announced
             while let event = await subscription.next() {
                 defer { subscription.finishedWriting() }
                 switch event {
                 case .change(let change):
+                    if let filter {
+                        let sends = try Self.history {
+                            try store.sendsChanges(after: checked, through: change.head, filter: filter)
+                        }
+                        checked = max(checked, change.head)
+                        if !sends { continue }
+                    }
                     try await call.reply(frame: change.frame)
                 case .heartbeat:
                     let head = max(subscription.lastSent, try store.head())
@@ -96,15 +112,16 @@ public struct QuakedService: IOQuaked.Service {
     ) async throws {
         try requireStore(parameters.storeId)
         let after = HistoryToken(parameters.after)
+        let filter = try QuakeFilter.from(parameters.filter)
         if let client = parameters.client {
             try Self.validate(client: client)
             try await store.acknowledge(client: client, token: after)
         }
-        var reply = IOQuaked.FetchHistory.ReplyWriter()
+        var reply = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
         let page = try Self.history {
             try store.visitHistory(
                 after: after, limit: min(max(parameters.limit ?? 100, 1), 1000),
-                maxChanges: max(parameters.maxChanges ?? 10_000, 1), &reply)
+                maxChanges: max(parameters.maxChanges ?? 10_000, 1), filter: filter, &reply)
         }
         try await call.reply(frame: ByteBuffer(bytes: reply.finish(page)))
     }
@@ -113,7 +130,11 @@ public struct QuakedService: IOQuaked.Service {
         _ parameters: IOQuaked.Acknowledge.Parameters, _ call: VarlinkCallContext<IOQuaked.Acknowledge.Reply>
     ) async throws {
         try Self.validate(client: parameters.client)
-        try await store.acknowledge(client: parameters.client, token: HistoryToken(parameters.token))
+        if let error = parameters.error, error.count > 1000 {
+            throw OrgVarlinkService.InvalidParameter(parameter: "error")
+        }
+        try await store.acknowledge(
+            client: parameters.client, token: HistoryToken(parameters.token), error: parameters.error)
         try await call.reply(.init())
     }
 
@@ -122,11 +143,13 @@ public struct QuakedService: IOQuaked.Service {
     {
         try call.requireMore()
         let size = min(max(parameters.pageSize ?? 1000, 1), 10_000)
+        let filter = try QuakeFilter.from(parameters.filter)
         let snapshot = try store.snapshot()
+        defer { snapshot.close() }
         var after: String?
         while true {
             try Task.checkCancellation()
-            let page = try snapshot.page(after: after, limit: size)
+            let page = try snapshot.page(after: after, limit: size, filter: filter)
             let last = page.count < size
             try await call.reply(
                 .init(storeId: snapshot.storeID, token: Int(snapshot.token), quakes: page.map(IOQuaked.Quake.init)),
@@ -147,16 +170,20 @@ public struct QuakedService: IOQuaked.Service {
             guard near.radiusKm >= 0 else { throw OrgVarlinkService.InvalidParameter(parameter: "near.radiusKm") }
         }
         if let limit = parameters.limit, limit < 0 { throw OrgVarlinkService.InvalidParameter(parameter: "limit") }
+        var query = QuakeQuery()
+        query.filter = try QuakeFilter.from(parameters.filter)
         let order: QuakeQuery.Order =
             switch parameters.order {
             case .magnitude: .magnitude
             case .time, nil: .time
             }
-        let result = try store.query(
-            QuakeQuery(
-                minMagnitude: parameters.minMagnitude, since: parameters.since.map(Int64.init), type: parameters.type,
-                near: parameters.near.map { QuakeQuery.Near(lat: $0.lat, lon: $0.lon, radiusKm: $0.radiusKm) },
-                limit: min(parameters.limit ?? 1000, 100_000), order: order))
+        query.minMagnitude = parameters.minMagnitude
+        query.since = parameters.since.map(Int64.init)
+        query.type = parameters.type
+        query.near = parameters.near.map { QuakeQuery.Near(lat: $0.lat, lon: $0.lon, radiusKm: $0.radiusKm) }
+        query.limit = min(parameters.limit ?? 1000, 100_000)
+        query.order = order
+        let result = try store.query(query)
         try await call.reply(
             .init(quakes: result.quakes.map(IOQuaked.Quake.init), total: result.total, headToken: Int(result.head)))
     }
@@ -192,6 +219,12 @@ public struct QuakedService: IOQuaked.Service {
             throw IOQuaked.ReloadFailed(reason: "\(error)")
         }
         try await call.reply(.init())
+    }
+
+    public func metrics(_ parameters: IOQuaked.Metrics.Parameters, _ call: VarlinkCallContext<IOQuaked.Metrics.Reply>)
+        async throws
+    {
+        try await call.reply(.init(text: metrics.text()))
     }
 
     // MARK: Checks

@@ -11,9 +11,12 @@ import UnixSignals
 ///
 /// `main` and the tests both come through here, so tests run the real wiring.
 public enum Daemon {
-    /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket).
-    public static func run(loader: ConfigurationLoader, configuration: DaemonConfiguration, logger: Logger) async throws
-    {
+    /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket); a
+    /// socket directory `socketDirectory`'s rule refuses is a ``ConfigurationError``.
+    public static func run(
+        loader: ConfigurationLoader, configuration: DaemonConfiguration, socketDirectory: ControlSocket.Directory,
+        logger: Logger
+    ) async throws {
         let notifier = SystemdNotifier()
         raiseFileDescriptorLimit()
         // Signals are trapped first, before the socket exists: a stop or reload asked for while
@@ -22,40 +25,68 @@ public enum Daemon {
         // start its graceful shutdown (see below), SIGHUP reloads.
         let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let hangups = await UnixSignalsSequence(trapping: .sighup)
+        // systemd passes the control socket and, with quaked-metrics.socket, the metrics socket,
+        // told apart by FileDescriptorName= (the control socket's is any other name).
+        let activated = SocketActivation.listenSockets()
+        let metricsSocket = activated.first { $0.name == MetricsListener.fileDescriptorName }?.fileDescriptor
+        let controlSocket = activated.first { $0.name != MetricsListener.fileDescriptorName }?.fileDescriptor
+        // The socket's directory first: refused, it is a configuration error, and nothing is made.
+        if controlSocket == nil {
+            try ControlSocket.prepareDirectory(of: configuration.socketPath, socketDirectory)
+        }
         let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
         defer { try? store.close() }
-        let activated = SocketActivation.listenFileDescriptors().first
+        let metricsListening = try await MetricsListener.open(
+            address: configuration.metricsListen, activated: metricsSocket)
         let (listener, origin) = try await ControlSocket.open(
-            path: configuration.socketPath, group: configuration.socketGroup, activated: activated,
+            path: configuration.socketPath, group: configuration.socketGroup, activated: controlSocket,
             limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
 
-        let httpClient = HTTPClient(
-            eventLoopGroupProvider: .singleton,
-            configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
+        let metrics = QuakedMetrics()
+        metrics.configureFeeds(configuration.feeds.map(\.name))
+        // Transactions after this head are counted (whoever commits them, from now on).
+        let historyMetrics = HistoryMetrics(metrics: metrics, store: store, start: try store.head(), logger: logger)
+        let httpClients = FeedHTTPClients(
+            configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits),
+            proxies: configuration.proxy)
         let puller = FeedPuller(
-            client: httpClient, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
-        let broadcaster = ChangeBroadcaster(store: store)
+            clients: httpClients, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
+        let broadcaster = ChangeBroadcaster(store: store, notified: metrics.recordNotification(latency:))
         let scheduler = FeedScheduler(
             store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
         ) { status, result in
+            metrics.recordPull(feed: status.name, result: result, duration: .milliseconds(status.durationMs ?? 0))
             notifier.status(StatusLine.make(store: store, feed: status, result: result))
         }
         let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger)
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
             new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
+            metrics.configureFeeds(new.feeds.map(\.name))
             maintenance.apply(new)
         }
+        let exporter = MetricsExporter(
+            metrics: metrics, store: store, broadcaster: broadcaster, scheduler: scheduler,
+            clientWindow: { reloader.configuration.historyHardMaxAge }, logger: logger)
         let server = ControlServer(
             listener: listener, origin: origin,
             service: QuakedService(
-                store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, logger: logger),
-            limits: configuration.serverLimits, logger: logger)
+                store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, metrics: exporter,
+                logger: logger),
+            limits: configuration.serverLimits, logger: logger, callObserver: metrics.recordCall)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),
             .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),
+            .init(service: historyMetrics),
         ]
+        if let metricsListening {
+            // A listener that fails is logged and the daemon goes on.
+            services.append(
+                .init(
+                    service: MetricsListener(socket: metricsListening, render: exporter.text, logger: logger),
+                    successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+        }
         if let interval = notifier.watchdogInterval {
             services.append(
                 .init(service: WatchdogPinger(notifier: notifier, interval: interval, store: store, logger: logger)))
@@ -72,7 +103,14 @@ public enum Daemon {
             metadata: [
                 "version": "\(QuakedVersion.string)", "store.path": "\(store.path)", "store.id": "\(store.storeID)",
                 "socket": "\(origin)", "feeds": "\(configuration.feeds.map(\.name).joined(separator: ","))",
+                "proxy": "\(configuration.proxy.summary)",
+                "metrics": "\(metricsListening.map { "http://\($0.localAddress)/metrics" } ?? "off")",
             ])
+        if !configuration.proxy.noProxy.ignored.isEmpty {
+            logger.warning(
+                "no_proxy entries that are no host, domain, address or range are ignored",
+                metadata: ["no_proxy.ignored": "\(configuration.proxy.noProxy.ignored.joined(separator: ","))"])
+        }
         notifier.ready()
         notifier.status(StatusLine.starting(store: store))
         do {
@@ -88,10 +126,10 @@ public enum Daemon {
                 tasks.cancelAll()
             }
         } catch {
-            try? await httpClient.shutdown()
+            try? await httpClients.shutdown()
             throw error
         }
-        try await httpClient.shutdown()
+        try await httpClients.shutdown()
         logger.info("quaked stopped")
     }
 }

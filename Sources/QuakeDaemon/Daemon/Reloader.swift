@@ -56,6 +56,9 @@ public final class Reloader: Sendable {
         {
             logger.warning("state directory and socket changes take effect at the next restart")
         }
+        if new.metricsListen != old.metricsListen {
+            logger.warning("a change of metrics-listen takes effect at the next restart; the listener stays as it is")
+        }
         await applyConfiguration(new)
         logger.info(
             "configuration reloaded",

@@ -8,19 +8,28 @@ import NIOConcurrencyHelpers
 ///
 /// Each feed has exactly one loop, so a feed is never pulled twice at once; a refresh asked for
 /// while a pull is running waits for that pull and gets its result. A failing feed backs off
-/// exponentially (honouring `Retry-After`) and never stops the daemon. On graceful shutdown the
-/// loops are cancelled: an in-flight import rolls back.
+/// exponentially (honouring `Retry-After` up to `retry-after-max`) and never stops the daemon. On
+/// graceful shutdown the loops are cancelled: an in-flight import rolls back.
+///
+/// What a restart must not forget is in the store (``QuakeStore/feedState(url:)``): the validators,
+/// written by the puller with each successful pull, and the backoff, written here after each
+/// failure. A feed starts with what the store holds: its first pull is conditional, and a feed
+/// that was backing off waits out its delay (at most the longest the current configuration could
+/// have asked for), unless a refresh asks for it sooner.
 public final class FeedScheduler: Service, Sendable {
     /// What the scheduler is configured with; replaced whole on reload.
     public struct Plan: Sendable, Equatable {
         public var feeds: [FeedSource]
         var policy: RetryPolicy
+        /// Event retention: the import leaves out features older than this.
+        var eventRetention: Duration?
 
         public init(_ configuration: DaemonConfiguration) {
             feeds = configuration.feeds
             policy = RetryPolicy(
                 interval: configuration.interval, initialDelay: configuration.retryInitialDelay,
-                maxDelay: configuration.retryMaxDelay)
+                maxDelay: configuration.retryMaxDelay, retryAfterMax: configuration.retryAfterMax)
+            eventRetention = configuration.eventRetention
         }
     }
 
@@ -30,6 +39,8 @@ public final class FeedScheduler: Service, Sendable {
     private struct FeedRuntime {
         var status: FeedStatus
         var validators = FeedPuller.Validators()
+        /// No scheduled pull before this: the backoff of a failing feed (nil after a success).
+        var notBefore: Date?
         var waiters: [CheckedContinuation<PullResult, Never>] = []
         let wakeup = Wakeup()
     }
@@ -53,19 +64,43 @@ public final class FeedScheduler: Service, Sendable {
         self.logger = logger
         self.observer = observer
         self.state = NIOLockedValueBox(State(plan: plan))
+        let runtimes = plan.feeds.map { self.restoredRuntime($0) }
         state.withLockedValue { state in
-            for feed in plan.feeds { state.feeds[feed.name] = FeedRuntime(status: FeedStatus(feed: feed)) }
+            for (feed, runtime) in zip(plan.feeds, runtimes) { state.feeds[feed.name] = runtime }
         }
+    }
+
+    /// A feed's runtime as the store left it: its validators and backoff.
+    private func restoredRuntime(_ feed: FeedSource) -> FeedRuntime {
+        var runtime = FeedRuntime(status: FeedStatus(feed: feed))
+        do {
+            guard let stored = try store.feedState(url: feed.url.absoluteString) else { return runtime }
+            runtime.validators = stored.validators
+            runtime.status.consecutiveFailures = stored.consecutiveFailures
+            if let next = stored.nextAttempt, next > Date() {
+                runtime.notBefore = next
+                runtime.status.nextPull = next
+            }
+        } catch {
+            logger.warning(
+                "cannot read the feed's saved state; starting afresh",
+                metadata: ["feed.name": "\(feed.name)", "error": "\(error)"])
+        }
+        return runtime
     }
 
     /// Replaces the feeds and timings (SIGHUP). Feeds that stay keep their status and validators.
     public func apply(_ plan: Plan, limits: FeedPuller.Limits) {
         puller.withLockedValue { $0.limits = limits }
+        let known = state.withLockedValue { Set($0.feeds.keys) }
+        let added = plan.feeds.filter { !known.contains($0.name) }.map { ($0.name, self.restoredRuntime($0)) }
+        let restored = Dictionary(added, uniquingKeysWith: { first, _ in first })
         state.withLockedValue { state in
             state.plan = plan
             var feeds: [String: FeedRuntime] = [:]
             for feed in plan.feeds {
-                feeds[feed.name] = state.feeds[feed.name] ?? FeedRuntime(status: FeedStatus(feed: feed))
+                feeds[feed.name] =
+                    state.feeds[feed.name] ?? restored[feed.name] ?? FeedRuntime(status: FeedStatus(feed: feed))
             }
             // Refreshes waiting on a feed that is gone get an answer rather than hang.
             for (name, runtime) in state.feeds where feeds[name] == nil {
@@ -145,7 +180,16 @@ public final class FeedScheduler: Service, Sendable {
     }
 
     private func runFeed(_ feed: FeedSource) async {
-        var due = ContinuousClock.now  // pull at start
+        // Pull at start, unless the feed is backing off (also across a restart or a reload).
+        var due = ContinuousClock.now
+        let (notBefore, policy) = state.withLockedValue { ($0.feeds[feed.name]?.notBefore, $0.plan.policy) }
+        if let notBefore {
+            // No longer than this configuration could have asked for (a clock that jumped, a
+            // configuration that changed).
+            let longest = max(policy.maxDelay * 1.2, policy.retryAfterMax)
+            let wait = Duration.milliseconds(Int64(notBefore.timeIntervalSinceNow * 1000))
+            if wait > .zero { due = ContinuousClock.now + min(wait, longest) }
+        }
         while !Task.isCancelled {
             guard let wakeup = state.withLockedValue({ $0.feeds[feed.name]?.wakeup }) else { return }
             if ContinuousClock.now < due {
@@ -162,9 +206,9 @@ public final class FeedScheduler: Service, Sendable {
 
     /// One pull: records the status, answers waiting refreshes, returns the delay to the next pull.
     private func pullOnce(_ feed: FeedSource) async -> Duration {
-        let (validators, policy) = state.withLockedValue { state in
+        let (validators, policy, retention) = state.withLockedValue { state in
             state.feeds[feed.name]?.status.lastAttempt = Date()
-            return (state.feeds[feed.name]?.validators ?? .init(), state.plan.policy)
+            return (state.feeds[feed.name]?.validators ?? .init(), state.plan.policy, state.plan.eventRetention)
         }
         let started = ContinuousClock.now
         let puller = self.puller.withLockedValue { $0 }
@@ -176,8 +220,12 @@ public final class FeedScheduler: Service, Sendable {
         var failureReason: String?
         var retryAfter: Duration?
         do {
-            logger.debug("pulling", metadata: ["feed.url": "\(feed.url.absoluteString)"])
-            let outcome = try await puller.pull(feed, into: store, validators: validators)
+            var metadata: Logger.Metadata = ["feed.url": "\(feed.url.absoluteString)"]
+            if let proxy = puller.clients.route(for: feed.url).proxy { metadata["feed.proxy"] = "\(proxy)" }
+            logger.debug("pulling", metadata: metadata)
+            let expiringBefore = retention.map { Date().addingTimeInterval(-$0.timeInterval) }
+            let outcome = try await puller.pull(
+                feed, into: store, validators: validators, expiringBefore: expiringBefore)
             newValidators = outcome.validators
             result = outcome.report.map { .imported($0, httpStatus: outcome.httpStatus) } ?? .notModified
             let freshFor = outcome.freshUntil.map { Duration.milliseconds(Int64($0.timeIntervalSinceNow * 1000)) }
@@ -217,6 +265,7 @@ public final class FeedScheduler: Service, Sendable {
                 runtime.status.lastError = nil
                 runtime.status.consecutiveFailures = 0
                 runtime.validators = newValidators
+                runtime.notBefore = nil
             } else {
                 runtime.status.lastError = failureReason
                 runtime.status.consecutiveFailures += 1
@@ -235,12 +284,27 @@ public final class FeedScheduler: Service, Sendable {
             delay = policy.delayAfterFailure(failures, retryAfter: retryAfter)
             // Logged once when a feed starts failing; repeats go to debug until it recovers.
             let level: Logger.Level = failures == 1 ? .warning : .debug
-            logger.log(
-                level: level, "pull failed",
-                metadata: [
-                    "error": "\(failureReason ?? "")", "feed.failures": "\(failures)",
-                    "retry.in": "\(delay.timeInterval)s",
-                ])
+            var metadata: Logger.Metadata = [
+                "error": "\(failureReason ?? "")", "feed.failures": "\(failures)",
+                "retry.in": "\(delay.timeInterval)s",
+            ]
+            if let retryAfter, retryAfter > policy.retryAfterMax {
+                metadata["retry.after"] = "\(retryAfter.timeInterval)s"
+                metadata["retry.after_max"] = "\(policy.retryAfterMax.timeInterval)s"
+            }
+            logger.log(level: level, "pull failed", metadata: metadata)
+            // The backoff outlives a restart; a cancelled pull (quaked stopping) is no failure of
+            // the server's and leaves what was saved.
+            if !Task.isCancelled {
+                let next = Date().addingTimeInterval(delay.timeInterval)
+                state.withLockedValue { $0.feeds[feed.name]?.notBefore = next }
+                do {
+                    try await store.recordPullFailure(
+                        url: feed.url.absoluteString, consecutiveFailures: failures, nextAttempt: next)
+                } catch {
+                    logger.warning("cannot save the feed's backoff", metadata: ["error": "\(error)"])
+                }
+            }
         } else if case .imported(let report, _) = result {
             if let token = report.token {
                 logger.info(

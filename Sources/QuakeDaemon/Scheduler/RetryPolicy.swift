@@ -7,6 +7,8 @@ struct RetryPolicy: Sendable, Equatable {
     var interval: Duration
     var initialDelay: Duration
     var maxDelay: Duration
+    /// The longest `Retry-After` honoured: a server asking for more is asked again after this.
+    var retryAfterMax: Duration = .seconds(3600)
 
     /// Delay after a success. `freshFor` is what the server's Cache-Control/Expires allows.
     func delayAfterSuccess(freshFor: Duration?, jitter: Double = Double.random(in: 0...1)) -> Duration {
@@ -18,7 +20,7 @@ struct RetryPolicy: Sendable, Equatable {
     }
 
     /// Delay after `failures` failures in a row (1 for the first). `retryAfter` is the server's
-    /// Retry-After, honoured as a minimum.
+    /// Retry-After, honoured as a minimum up to ``retryAfterMax``.
     func delayAfterFailure(_ failures: Int, retryAfter: Duration?, jitter: Double = Double.random(in: 0...1))
         -> Duration
     {
@@ -27,7 +29,10 @@ struct RetryPolicy: Sendable, Equatable {
         if delay > maxDelay { delay = maxDelay }
         // ±20% so that failures on many hosts spread out.
         delay = delay * (0.8 + 0.4 * jitter)
-        if let retryAfter, retryAfter > delay { delay = retryAfter }
+        if let retryAfter {
+            let honoured = min(retryAfter, retryAfterMax)
+            if honoured > delay { delay = honoured }
+        }
         return delay
     }
 }
