@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import QuakeFeed
 import GRDBSQLite
 import QuakeProtocol
 import Varlink
@@ -17,6 +18,8 @@ public struct QuakeCache: Sendable {
         public var token: Int
         /// When the cache last changed (ms since the epoch).
         public var appliedAt: Int64
+        /// The filter the rows were selected with (``FilterKey``), nil for every quake.
+        public var filter: String?
     }
 
     public let path: String
@@ -81,6 +84,10 @@ public struct QuakeCache: Sendable {
                     )
                     """)
         }
+        migrator.registerMigration("v2-filter") { db in
+            // The filter the cache holds the quakes of (its canonical JSON), NULL for all of them.
+            try db.execute(sql: "ALTER TABLE position ADD COLUMN filter TEXT")
+        }
         return migrator
     }
 
@@ -94,44 +101,65 @@ public struct QuakeCache: Sendable {
     }
 
     private static func position(_ db: Database) throws -> Position? {
-        try Row.fetchOne(db, sql: "SELECT storeId, token, appliedAt FROM position").map {
-            Position(storeId: $0["storeId"], token: $0["token"], appliedAt: $0["appliedAt"])
+        try Row.fetchOne(db, sql: "SELECT storeId, token, appliedAt, filter FROM position").map {
+            Position(storeId: $0["storeId"], token: $0["token"], appliedAt: $0["appliedAt"], filter: $0["filter"])
         }
     }
 
-    /// Applies one history transaction of `storeId` and moves the token to it, atomically.
-    ///
-    /// Returns what callers need to describe the change and that only the cache knows: the rows,
-    /// as they were before, of updates that carry no quake (a later transaction removed it). Nil
-    /// when the cache is not at a position this transaction follows (another store, or the
-    /// transaction is already applied): nothing is applied twice.
-    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date()) throws
-        -> [String: IOQuaked.Quake]?
-    {
-        try writer.write { db in
+    /// What the cache knows about a transaction before applying it: the rows, as they are now,
+    /// of updates and leaves that carry no quake (a later transaction removed it, or it left the
+    /// filter). Nil when the cache is not at a position this transaction follows (another store,
+    /// or the transaction is already applied): nothing is applied twice.
+    public func prepare(_ transaction: IOQuaked.Transaction, storeId: String) throws -> [String: IOQuaked.Quake]? {
+        try writer.read { db in
             guard let position = try Self.position(db), position.storeId == storeId,
                 position.token < transaction.token
             else { return nil }
             var before: [String: IOQuaked.Quake] = [:]
+            for change in transaction.changes where change.quake == nil {
+                guard change.kind == .update || change.kind == .leave else { continue }
+                if let old = try Self.quake(db, id: change.quakeId) { before[change.quakeId] = old }
+            }
+            return before
+        }
+    }
+
+    /// Applies one history transaction of `storeId` and moves the token to it, atomically.
+    /// Returns false, changing nothing, when the cache is not at a position this transaction
+    /// follows (see ``prepare(_:storeId:)``).
+    ///
+    /// `watch` first delivers a transaction (prints it, runs its command), then applies it: a stop
+    /// between the two delivers it again on the next run, never not at all.
+    @discardableResult
+    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date()) throws -> Bool {
+        try writer.write { db in
+            guard let position = try Self.position(db), position.storeId == storeId,
+                position.token < transaction.token
+            else { return false }
             var upsert = try Upsert(db, table: "quakes")
             let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
             for change in transaction.changes {
                 switch change.kind {
-                case .insert, .update:
-                    if let quake = change.quake {
-                        try upsert.write(quake)
-                    } else if change.kind == .update, let old = try Self.quake(db, id: change.quakeId) {
-                        // Removed by a later transaction, which removes it here too when applied.
-                        before[change.quakeId] = old
-                    }
-                case .delete:
+                case .insert, .update, .enter:
+                    // Without a quake: removed by a later transaction, which removes it here too.
+                    if let quake = change.quake { try upsert.write(quake) }
+                case .delete, .leave:
                     try delete.execute(arguments: [change.quakeId])
                 }
             }
             try db.execute(
                 sql: "UPDATE position SET token = ?, appliedAt = ?",
                 arguments: [transaction.token, Self.milliseconds(now)])
-            return before
+            return true
+        }
+    }
+
+    /// Moves the token on past transactions a filter left out (nothing in them to apply).
+    public func advance(storeId: String, to token: Int, now: Date = Date()) throws {
+        try writer.write { db in
+            try db.execute(
+                sql: "UPDATE position SET token = ?, appliedAt = ? WHERE storeId = ? AND token < ?",
+                arguments: [token, Self.milliseconds(now), storeId, token])
         }
     }
 
@@ -151,14 +179,14 @@ public struct QuakeCache: Sendable {
     /// Replaces the rows by the staged snapshot and sets the position, in one transaction.
     /// Returns how many quakes the cache now holds.
     @discardableResult
-    public func finishReset(storeId: String, token: Int, now: Date = Date()) throws -> Int {
+    public func finishReset(storeId: String, token: Int, filter: String? = nil, now: Date = Date()) throws -> Int {
         try writer.write { db in
             try db.execute(sql: "DELETE FROM quakes")
             try db.execute(sql: "INSERT INTO quakes SELECT * FROM staging")
             try db.execute(sql: "DELETE FROM staging")
             try db.execute(
-                sql: "INSERT OR REPLACE INTO position (one, storeId, token, appliedAt) VALUES (1, ?, ?, ?)",
-                arguments: [storeId, token, Self.milliseconds(now)])
+                sql: "INSERT OR REPLACE INTO position (one, storeId, token, appliedAt, filter) VALUES (1, ?, ?, ?, ?)",
+                arguments: [storeId, token, Self.milliseconds(now), filter])
             return try Int.fetchOne(db, sql: "SELECT count(*) FROM quakes") ?? 0
         }
     }
@@ -171,6 +199,15 @@ public struct QuakeCache: Sendable {
         try writer.read { db in try Self.quake(db, id: id) }
     }
 
+    /// The `count` newest cached quakes, oldest of them first.
+    public func newest(_ count: Int) throws -> [IOQuaked.Quake] {
+        try writer.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT quake FROM quakes ORDER BY time DESC, id DESC LIMIT ?", arguments: [max(0, count)]
+            ).map(Self.decode).reversed()
+        }
+    }
+
     /// Every cached quake, ordered by id.
     public func allQuakes() throws -> [IOQuaked.Quake] {
         try writer.read { db in
@@ -178,8 +215,8 @@ public struct QuakeCache: Sendable {
         }
     }
 
-    /// Quakes matching the filters, newest first, with how many match before `limit`.
-    public func query(_ filter: QuakeFilter) throws -> (quakes: [IOQuaked.Quake], total: Int) {
+    /// Quakes matching `filter`, newest first, with how many match before `limit`.
+    public func query(_ filter: QuakeFilter, limit: Int? = nil) throws -> (quakes: [IOQuaked.Quake], total: Int) {
         try writer.read { db in
             var sql = "SELECT quake FROM quakes WHERE 1"
             var arguments: StatementArguments = []
@@ -191,18 +228,14 @@ public struct QuakeCache: Sendable {
                 sql += " AND time >= ?"
                 arguments += [since]
             }
-            if let type = filter.type {
-                sql += " AND type = ?"
-                arguments += [type]
-            }
             sql += " ORDER BY time DESC, id"
             let matching = try String.fetchCursor(db, sql: sql, arguments: arguments).map(Self.decode)
-                .filter { filter.matchesNear($0) }
+                .filter { filter.matches(QuakeImage($0)) }
             var quakes: [IOQuaked.Quake] = []
             var total = 0
             while let quake = try matching.next() {
                 total += 1
-                if filter.limit.map({ quakes.count < $0 }) ?? true { quakes.append(quake) }
+                if limit.map({ quakes.count < $0 }) ?? true { quakes.append(quake) }
             }
             return (quakes, total)
         }
@@ -270,41 +303,14 @@ public struct QuakeCache: Sendable {
     }
 }
 
-/// The filters of `list`, applied by the daemon (Query) or by the cache.
-public struct QuakeFilter: Sendable, Hashable {
-    public var minMagnitude: Double?
-    /// ms since the epoch.
-    public var since: Int?
-    public var type: String?
-    public var near: IOQuaked.Near?
-    public var limit: Int?
-
-    public init(
-        minMagnitude: Double? = nil, since: Int? = nil, type: String? = nil, near: IOQuaked.Near? = nil,
-        limit: Int? = nil
-    ) {
-        self.minMagnitude = minMagnitude
-        self.since = since
-        self.type = type
-        self.near = near
-        self.limit = limit
-    }
-
-    func matchesNear(_ quake: IOQuaked.Quake) -> Bool {
-        guard let near else { return true }
-        guard let lat = quake.lat, let lon = quake.lon else { return false }
-        return Geodesy.distanceKm(lat1: near.lat, lon1: near.lon, lat2: lat, lon2: lon) <= near.radiusKm
-    }
-}
-
-/// Great-circle distances on a spherical Earth (haversine, mean radius 6371.0088 km).
-public enum Geodesy {
-    public static func distanceKm(lat1: Double, lon1: Double, lat2: Double, lon2: Double) -> Double {
-        let r = 6371.0088
-        let toRad = Double.pi / 180
-        let dLat = (lat2 - lat1) * toRad
-        let dLon = (lon2 - lon1) * toRad
-        let a = pow(sin(dLat / 2), 2) + cos(lat1 * toRad) * cos(lat2 * toRad) * pow(sin(dLon / 2), 2)
-        return 2 * r * asin(min(1, sqrt(a)))
+extension IOQuaked.Filter {
+    /// The filter's canonical form (its JSON, fields in the interface's order), which a cache
+    /// records and compares:
+    /// nil for no filter, or one that lets every quake through.
+    public var key: String? {
+        var json = JSONWriter(capacity: 256)
+        write(to: &json)
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        return text == "{}" ? nil : text
     }
 }

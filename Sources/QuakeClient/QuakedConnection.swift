@@ -20,29 +20,27 @@ public struct QuakedConnectionError: Error, Sendable, Hashable, CustomStringConv
     public var description: String { "cannot reach quaked at \(path) (\(reason))" }
 }
 
-/// One connection to quaked, with a typed method per io.quaked call.
+/// One connection to quaked, with a typed method per io.quaked call: over its Unix socket, or
+/// over the stdin and stdout of `ssh HOST quakectl bridge` (``SSHRoute``).
 ///
 /// Error replies are thrown typed: `IOQuaked.Failure` for io.quaked's errors,
 /// `OrgVarlinkService.Failure` for the service interface's (PermissionDenied, InvalidParameter,
 /// ...); anything else as the `VarlinkCallError` it came as.
 public struct QuakedConnection: Sendable {
     public let client: VarlinkClient
-    public let socketPath: String
+    /// Where it is connected to.
+    public let endpoint: QuakedEndpoint
 
+    /// Connects to the Unix socket at `path` (an ssh route needs ``with(_:_:)``, which also ends
+    /// the ssh child).
     public static func connect(to path: String) async throws -> QuakedConnection {
         do {
             let client = try await VarlinkClient.connect(
                 unixDomainSocketPath: path,
                 bootstrap: ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(.seconds(10)))
-            return QuakedConnection(client: client, socketPath: path)
+            return QuakedConnection(client: client, endpoint: .socket(path))
         } catch let error as IOError {
-            switch error.errnoCode {
-            case EACCES, EPERM: throw QuakedConnectionError(kind: .permissionDenied, path: path, reason: "permission denied")
-            case ENOENT: throw QuakedConnectionError(kind: .unreachable, path: path, reason: "no such socket")
-            case ECONNREFUSED: throw QuakedConnectionError(kind: .unreachable, path: path, reason: "nothing is listening")
-            default:
-                throw QuakedConnectionError(kind: .unreachable, path: path, reason: String(cString: strerror(error.errnoCode)))
-            }
+            throw QuakedConnectionError(errno: error.errnoCode, path: path)
         } catch let error as QuakedConnectionError {
             throw error
         } catch {
@@ -78,26 +76,34 @@ public struct QuakedConnection: Sendable {
         _ = try await call(IOQuaked.Reload.self, .init())
     }
 
-    public func subscribe(client name: String?, heartbeatSeconds: Int?) async throws
+    public func metrics() async throws -> IOQuaked.Metrics.Reply {
+        try await call(IOQuaked.Metrics.self, .init())
+    }
+
+    public func subscribe(client name: String?, heartbeatSeconds: Int?, filter: IOQuaked.Filter? = nil) async throws
         -> TypedReplies<IOQuaked.Subscribe.Reply>
     {
-        try await callMore(IOQuaked.Subscribe.self, .init(client: name, heartbeatSeconds: heartbeatSeconds))
+        try await callMore(
+            IOQuaked.Subscribe.self, .init(client: name, heartbeatSeconds: heartbeatSeconds, filter: filter))
     }
 
     public func fetchHistory(
-        storeId: String?, after: Int, limit: Int? = nil, maxChanges: Int? = nil, client name: String? = nil
+        storeId: String?, after: Int, limit: Int? = nil, maxChanges: Int? = nil, client name: String? = nil,
+        filter: IOQuaked.Filter? = nil
     ) async throws -> IOQuaked.FetchHistory.Reply {
         try await call(
             IOQuaked.FetchHistory.self,
-            .init(storeId: storeId, after: after, limit: limit, maxChanges: maxChanges, client: name))
+            .init(storeId: storeId, after: after, limit: limit, maxChanges: maxChanges, client: name, filter: filter))
     }
 
-    public func acknowledge(client name: String, token: Int) async throws {
-        _ = try await call(IOQuaked.Acknowledge.self, .init(client: name, token: token))
+    public func acknowledge(client name: String, token: Int, error: String? = nil) async throws {
+        _ = try await call(IOQuaked.Acknowledge.self, .init(client: name, token: token, error: error))
     }
 
-    public func snapshot(pageSize: Int?) async throws -> TypedReplies<IOQuaked.Snapshot.Reply> {
-        try await callMore(IOQuaked.Snapshot.self, .init(pageSize: pageSize))
+    public func snapshot(pageSize: Int?, filter: IOQuaked.Filter? = nil) async throws
+        -> TypedReplies<IOQuaked.Snapshot.Reply>
+    {
+        try await callMore(IOQuaked.Snapshot.self, .init(pageSize: pageSize, filter: filter))
     }
 
     public func query(_ parameters: IOQuaked.Query.Parameters) async throws -> IOQuaked.Query.Reply {
@@ -152,18 +158,24 @@ public struct TypedReplies<Element: VarlinkValue>: AsyncSequence, Sendable {
 }
 
 extension QuakedConnection {
-    /// Connects, runs `body`, and closes the connection whatever happens.
+    /// Connects, runs `body`, and closes the connection whatever happens (and, over ssh, waits
+    /// for the ssh child to end, or ends it).
     public static func with<T: Sendable>(
-        _ path: String, _ body: (QuakedConnection) async throws -> T
+        _ endpoint: QuakedEndpoint, _ body: (QuakedConnection) async throws -> T
     ) async throws -> T {
-        let connection = try await connect(to: path)
-        do {
-            let result = try await body(connection)
-            await connection.close()
-            return result
-        } catch {
-            await connection.close()
-            throw error
+        switch endpoint {
+        case .socket(let path):
+            let connection = try await connect(to: path)
+            do {
+                let result = try await body(connection)
+                await connection.close()
+                return result
+            } catch {
+                await connection.close()
+                throw error
+            }
+        case .ssh(let route):
+            return try await route.withConnection(body)
         }
     }
 }

@@ -17,6 +17,38 @@ public enum WatchEvent: Sendable {
     /// updates that carry no quake, the row as the cache had it. `isBacklog` is true for
     /// transactions at or before the position where the watch was asked to start (`sinceNow`).
     case applied(IOQuaked.Transaction, storeId: String, before: [String: IOQuaked.Quake], isBacklog: Bool)
+    /// `lastCount`: the newest quakes of the cache when the watch started, oldest first. Sent once.
+    case recent([IOQuaked.Quake])
+}
+
+/// Asks a running ``Watcher`` to stop (quakectl's SIGTERM, SIGINT and SIGHUP): the transaction
+/// being delivered is finished (delivered, then committed to the cache), then the watch returns.
+public final class WatchStop: Sendable {
+    private let state = NIOLockedValueBox<(requested: Bool, connections: [QuakedConnection])>((false, []))
+
+    public init() {}
+
+    public var isRequested: Bool { state.withLockedValue { $0.requested } }
+
+    /// Requests the stop and closes the watch's connections, which ends any wait on them.
+    public func request() async {
+        let connections = state.withLockedValue { state in
+            state.requested = true
+            return state.connections
+        }
+        for connection in connections { await connection.close() }
+        // Through ssh: ends the ssh children too, which the closed connections wait for.
+        SSHChildren.shared.terminateAll()
+    }
+
+    /// Connections a stop closes. Returns false when the stop was already requested.
+    func register(_ connections: [QuakedConnection]) -> Bool {
+        state.withLockedValue { state in
+            if state.requested { return false }
+            state.connections = connections
+            return true
+        }
+    }
 }
 
 /// The `watch` loop: keeps a ``QuakeCache`` in step with quaked and reports each change once.
@@ -29,7 +61,9 @@ public enum WatchEvent: Sendable {
 /// reconnects with backoff and resumes from the saved token.
 public struct Watcher: Sendable {
     public struct Options: Sendable {
-        public var socketPath: String
+        /// quaked's socket, or an ssh route to a quaked on another host (each connection is its
+        /// own `ssh HOST quakectl bridge`).
+        public var endpoint: QuakedEndpoint
         /// A durable client name: quaked keeps history this client has not acknowledged.
         public var clientName: String?
         /// Report the backlog as such (``WatchEvent/applied(_:storeId:before:isBacklog:)``).
@@ -39,9 +73,18 @@ public struct Watcher: Sendable {
         public var maxBackoff: Duration = .seconds(5)
         public var pageLimit = 100
         public var snapshotPageSize = 1000
+        /// Sent to quaked with every call: the cache keeps only the quakes it matches, and a cache
+        /// kept with another filter starts over from a snapshot.
+        public var filter: IOQuaked.Filter?
+        /// Report the newest this many quakes once, when the watch starts (``WatchEvent/recent(_:)``).
+        public var lastCount: Int?
+
+        public init(endpoint: QuakedEndpoint) {
+            self.endpoint = endpoint
+        }
 
         public init(socketPath: String) {
-            self.socketPath = socketPath
+            self.init(endpoint: .socket(socketPath))
         }
     }
 
@@ -55,28 +98,37 @@ public struct Watcher: Sendable {
         self.cache = cache
     }
 
-    /// Runs until cancelled, or until a failure retrying cannot fix (permission denied, or an
-    /// error `handle` throws).
-    public func run(_ handle: @escaping Handler) async throws {
+    /// Runs until cancelled or stopped, or until a failure retrying cannot fix (permission
+    /// denied, or an error `handle` throws).
+    public func run(stop: WatchStop = WatchStop(), _ handle: @escaping Handler) async throws {
         var backoff = options.initialBackoff
         var away = false
         var printFrom: Int?
+        let recentDone = NIOLockedValueBox(options.lastCount == nil)
         while true {
+            if stop.isRequested { return }
             do {
-                try await session(printFrom: &printFrom, handle: handle) {
+                try await session(
+                    printFrom: &printFrom, quiet: away, stop: stop, recentDone: recentDone, handle: handle
+                ) {
                     backoff = options.initialBackoff
                     try await handle(.connected(afterOutage: away))
                     away = false
                 }
             } catch let error as QuakedConnectionError where error.kind == .permissionDenied {
                 throw error
+            } catch let error as QuakedRemoteError where error.isPermanent {
+                throw error  // no ssh, no remote quakectl, no permission: retrying changes nothing
             } catch let error as OrgVarlinkService.Failure {
                 throw error  // PermissionDenied, InvalidParameter, ...: retrying changes nothing
             } catch is CancellationError {
                 throw CancellationError()
             } catch let error as HandlerError {
+                // A delivery the stop interrupted (a command being retried): it comes again next time.
+                if stop.isRequested, error.underlying is CancellationError { return }
                 throw error.underlying
             } catch {
+                if stop.isRequested { return }
                 if Task.isCancelled { throw CancellationError() }
                 if !away {
                     away = true
@@ -93,38 +145,52 @@ public struct Watcher: Sendable {
         var underlying: any Error
     }
 
+    /// One connection for the subscription and one for requests, until one of them fails.
+    /// `quiet`: during an outage already reported, an ssh route's retries do not repeat ssh's or
+    /// the remote bridge's message on stderr each time.
     private func session(
-        printFrom: inout Int?, handle: @escaping Handler, connected: () async throws -> Void
+        printFrom: inout Int?, quiet: Bool, stop: WatchStop, recentDone: NIOLockedValueBox<Bool>,
+        handle: @escaping Handler, connected: () async throws -> Void
     ) async throws {
-        let subscription = try await QuakedConnection.connect(to: options.socketPath)
-        let requests: QuakedConnection
-        do {
-            requests = try await QuakedConnection.connect(to: options.socketPath)
-        } catch {
-            await subscription.close()
-            throw error
+        var endpoint = options.endpoint
+        if quiet, case .ssh(var route) = endpoint {
+            route.quiet = true
+            endpoint = .ssh(route)
         }
-        do {
-            try await follow(subscription, requests, printFrom: &printFrom, handle: handle, connected: connected)
-        } catch {
-            await subscription.close()
-            await requests.close()
-            throw error
+        try await QuakedConnection.with(endpoint) { subscription in
+            try await QuakedConnection.with(endpoint) { requests in
+                // A stop closes both, which ends any wait on them.
+                guard stop.register([subscription, requests]) else { throw CancellationError() }
+                let context = Context(stop: stop, recentDone: recentDone, handle: handle)
+                try await follow(subscription, requests, printFrom: &printFrom, context: context, connected: connected)
+            }
         }
+    }
+
+    /// What a session's steps share.
+    struct Context: Sendable {
+        let stop: WatchStop
+        /// Whether ``WatchEvent/recent(_:)`` has been sent (or is not wanted).
+        let recentDone: NIOLockedValueBox<Bool>
+        let handle: Handler
     }
 
     private func follow(
         _ subscription: QuakedConnection, _ requests: QuakedConnection, printFrom: inout Int?,
-        handle: @escaping Handler, connected: () async throws -> Void
+        context: Context, connected: () async throws -> Void
     ) async throws {
         var events = try await subscription.subscribe(
-            client: options.clientName, heartbeatSeconds: options.heartbeatSeconds
+            client: options.clientName, heartbeatSeconds: options.heartbeatSeconds, filter: options.filter
         ).makeAsyncIterator()
         guard let first = try await events.next() else { throw VarlinkConnectionError.closed }
         do { try await connected() } catch { throw HandlerError(underlying: error) }
         if options.sinceNow && printFrom == nil { printFrom = first.headToken }
         let floor = printFrom
-        try await catchUp(requests, storeId: first.storeId, head: first.headToken, backlogThrough: floor, handle: handle)
+        // A cache kept with the same filter: its newest quakes are the ones to show first.
+        if let position = try cache.position(), position.filter == options.filter?.key {
+            try await sendRecent(context)
+        }
+        try await catchUp(requests, storeId: first.storeId, head: first.headToken, backlogThrough: floor, context: context)
 
         // A daemon that stops sending (not even heartbeats) is treated as gone.
         let lastEvent = EventClock()
@@ -142,7 +208,7 @@ public struct Watcher: Sendable {
             while let event = try await events.next() {
                 lastEvent.touch()
                 try await catchUp(
-                    requests, storeId: event.storeId, head: event.headToken, backlogThrough: floor, handle: handle)
+                    requests, storeId: event.storeId, head: event.headToken, backlogThrough: floor, context: context)
                 // A long catch-up (a reset of a large store) is not silence.
                 lastEvent.touch()
             }
@@ -151,15 +217,27 @@ public struct Watcher: Sendable {
         throw VarlinkConnectionError.closed
     }
 
+    /// Sends ``WatchEvent/recent(_:)`` once, from the cache as it is.
+    private func sendRecent(_ context: Context) async throws {
+        guard let count = options.lastCount, !context.recentDone.withLockedValue({ $0 }) else { return }
+        context.recentDone.withLockedValue { $0 = true }
+        let quakes = try cache.newest(count)
+        do { try await context.handle(.recent(quakes)) } catch { throw HandlerError(underlying: error) }
+    }
+
     /// Brings the cache to `head` of `storeId`, resetting it from a snapshot when history cannot.
     func catchUp(
-        _ connection: QuakedConnection, storeId: String, head: Int, backlogThrough: Int?, handle: @escaping Handler
+        _ connection: QuakedConnection, storeId: String, head: Int, backlogThrough: Int?, context: Context
     ) async throws {
         var position = try cache.position()
         if position == nil {
-            position = try await reset(connection, reason: "new cache", handle: handle)
+            position = try await reset(connection, reason: "new cache", context: context)
         } else if position?.storeId != storeId {
-            position = try await reset(connection, reason: "quaked now serves another store", handle: handle)
+            position = try await reset(connection, reason: "quaked now serves another store", context: context)
+        } else if position?.filter != options.filter?.key {
+            position = try await reset(
+                connection, reason: "the cache was kept with another filter; starting over with this one",
+                context: context)
         }
         guard var position else { return }
         // The next page is asked for while this one is applied: quaked writes page n + 1 while
@@ -177,20 +255,24 @@ public struct Watcher: Sendable {
             case .success(let reply) where reply.storeId == position.storeId:
                 page = reply
             case .success:
-                position = try await reset(connection, reason: "quaked now serves another store", handle: handle)
+                position = try await reset(connection, reason: "quaked now serves another store", context: context)
                 continue
             case .failure(let error):
-                position = try await reset(connection, reason: try Self.resetReason(error, position), handle: handle)
+                position = try await reset(connection, reason: try Self.resetReason(error, position), context: context)
                 continue
             }
             var following = position
             following.token = max(position.token, page.nextAfter)
             if page.hasMore {
                 async let next = fetchPage(connection, following)
-                try await apply(page, handle: handle, backlogThrough: backlogThrough)
+                try await apply(page, context: context, backlogThrough: backlogThrough)
                 prefetched = await next
             } else {
-                try await apply(page, handle: handle, backlogThrough: backlogThrough)
+                try await apply(page, context: context, backlogThrough: backlogThrough)
+            }
+            if options.filter != nil, following.token > (page.transactions.last?.token ?? 0) {
+                // The filter left the page's last transactions out: the cache is at its end all the same.
+                try cache.advance(storeId: following.storeId, to: following.token)
             }
             position = following
             // Without more, the head may still have moved on while paging; the next event says so.
@@ -209,7 +291,7 @@ public struct Watcher: Sendable {
             return .success(
                 try await connection.fetchHistory(
                     storeId: position.storeId, after: position.token, limit: options.pageLimit,
-                    client: options.clientName))
+                    client: options.clientName, filter: options.filter))
         } catch {
             return .failure(error)
         }
@@ -226,42 +308,54 @@ public struct Watcher: Sendable {
         }
     }
 
-    /// Applies a page's transactions to the cache, each in its own SQLite transaction, and reports
-    /// each one right after its commit.
-    private func apply(_ page: IOQuaked.FetchHistory.Reply, handle: @escaping Handler, backlogThrough: Int?)
-        async throws
-    {
+    /// Delivers each of a page's transactions (reports it), then applies it to the cache in one
+    /// SQLite transaction. Delivery comes first: a watch stopped between the two delivers the
+    /// transaction again when it next runs, never not at all. A stop (``WatchStop``) lets the
+    /// transaction in hand finish, delivered and applied, and then ends the watch; so does a
+    /// cancellation, which cannot interrupt a delivery either.
+    private func apply(_ page: IOQuaked.FetchHistory.Reply, context: Context, backlogThrough: Int?) async throws {
+        let cache = cache
         for transaction in page.transactions {
-            guard let before = try cache.apply(transaction, storeId: page.storeId) else { continue }
+            if context.stop.isRequested || Task.isCancelled { throw CancellationError() }
+            guard let before = try cache.prepare(transaction, storeId: page.storeId) else { continue }
             let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
-            do {
-                try await handle(.applied(transaction, storeId: page.storeId, before: before, isBacklog: backlog))
-            } catch {
-                throw HandlerError(underlying: error)
+            let storeId = page.storeId
+            let handle = context.handle
+            // Unstructured on purpose: cancelling the watch does not reach into a delivery.
+            let delivery = Task {
+                do {
+                    try await handle(.applied(transaction, storeId: storeId, before: before, isBacklog: backlog))
+                } catch {
+                    throw HandlerError(underlying: error)
+                }
+                try cache.apply(transaction, storeId: storeId)
             }
+            try await delivery.value
         }
     }
 
-    /// Replaces the cache by a snapshot. Returns the new position.
-    func reset(_ connection: QuakedConnection, reason: String, handle: @escaping Handler) async throws
+    /// Replaces the cache by a snapshot (of the filter's quakes). Returns the new position.
+    func reset(_ connection: QuakedConnection, reason: String, context: Context) async throws
         -> QuakeCache.Position
     {
+        let handle = context.handle
         try cache.beginReset()
         var storeId: String?
         var token = 0
-        for try await page in try await connection.snapshot(pageSize: options.snapshotPageSize) {
+        for try await page in try await connection.snapshot(pageSize: options.snapshotPageSize, filter: options.filter) {
             try cache.stage(page.quakes)
             storeId = page.storeId
             token = page.token
         }
         guard let storeId else { throw VarlinkConnectionError.invalidReply("Snapshot sent no page") }
-        let count = try cache.finishReset(storeId: storeId, token: token)
+        let count = try cache.finishReset(storeId: storeId, token: token, filter: options.filter?.key)
         do {
             try await handle(.reset(storeId: storeId, token: token, quakes: count, reason: reason))
         } catch {
             throw HandlerError(underlying: error)
         }
-        return QuakeCache.Position(storeId: storeId, token: token, appliedAt: 0)
+        try await sendRecent(context)
+        return QuakeCache.Position(storeId: storeId, token: token, appliedAt: 0, filter: options.filter?.key)
     }
 }
 

@@ -45,6 +45,10 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
             case .unreachable:
                 return unreachable(error.path, error.reason)
             }
+        case let error as QuakedRemoteError:
+            return from(error)
+        case let error as SSHRoute.InvalidDestination:
+            return QuakectlError(usage, "\(error).")
         case let error as QuakeCache.CacheError:
             return QuakectlError(
                 failure, "\(error); run `quakectl watch` to build one, or pass --cache with its path.")
@@ -69,6 +73,33 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
             }
         default:
             return QuakectlError(failure, "\(error)")
+        }
+    }
+
+    /// A failed connection through `ssh HOST quakectl bridge` as a sentence. ssh's own message, or
+    /// the remote bridge's, came through stderr just before it.
+    public static func from(_ error: QuakedRemoteError) -> QuakectlError {
+        let host = error.route.destination
+        switch error.kind {
+        case .sshNotRunnable:
+            return QuakectlError(
+                unavailable, "\(error); install OpenSSH's client (ssh), or point QUAKECTL_SSH at an ssh command.")
+        case .sshFailed:
+            return QuakectlError(unavailable, "\(error); check that `ssh \(host)` works.")
+        case .remoteUnreachable:
+            return QuakectlError(unavailable, "\(error); start quaked there, or pass --socket with its socket on \(host).")
+        case .remotePermissionDenied:
+            return QuakectlError(
+                permissionDenied, "\(error); the remote user must be in quaked's socket group there (quake by default).")
+        case .remoteCommandNotFound:
+            return QuakectlError(
+                unavailable, "\(error); install quakectl there, or set QUAKECTL_REMOTE to its path on \(host).")
+        case .remoteFailed:
+            return QuakectlError(failure, "\(error); its message is above.")
+        case .closed:
+            return QuakectlError(unavailable, "\(error) (did it stop?); check `systemctl status quaked` on \(host).")
+        case .sshKilled:
+            return QuakectlError(unavailable, "\(error).")
         }
     }
 

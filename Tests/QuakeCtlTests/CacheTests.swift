@@ -2,6 +2,7 @@ import QuakeClient
 import QuakeProtocol
 import Varlink
 import Foundation
+import QuakeFeed
 import QuakeTestSupport
 import Testing
 
@@ -42,7 +43,7 @@ import Testing
             let cache = try QuakeCache(path: dir.appendingPathComponent("sub/cache.sqlite").path)
             #expect(try cache.position() == nil)
             // A cache never reset has no position: nothing applies.
-            #expect(try cache.apply(Self.insert(1, [Self.quake("a", mag: 1)]), storeId: "S") == nil)
+            #expect(try cache.apply(Self.insert(1, [Self.quake("a", mag: 1)]), storeId: "S") == false)
             try cache.beginReset()
             try cache.stage([Self.quake("a", mag: 1)])
             try cache.stage([Self.quake("b", mag: 2)])
@@ -50,12 +51,14 @@ import Testing
             #expect(try cache.position()?.token == 5)
 
             // Already applied, or from another store: skipped.
-            #expect(try cache.apply(Self.insert(5, [Self.quake("c", mag: 3)]), storeId: "S") == nil)
-            #expect(try cache.apply(Self.insert(6, [Self.quake("c", mag: 3)]), storeId: "T") == nil)
+            #expect(try cache.apply(Self.insert(5, [Self.quake("c", mag: 3)]), storeId: "S") == false)
+            #expect(try cache.prepare(Self.insert(5, [Self.quake("c", mag: 3)]), storeId: "S") == nil)
+            #expect(try cache.apply(Self.insert(6, [Self.quake("c", mag: 3)]), storeId: "T") == false)
 
-            let applied = try #require(
-                try cache.apply(Self.insert(6, [Self.quake("a", mag: 1.5), Self.quake("c", mag: 3)]), storeId: "S"))
+            let six = Self.insert(6, [Self.quake("a", mag: 1.5), Self.quake("c", mag: 3)])
+            let applied = try #require(try cache.prepare(six, storeId: "S"))
             #expect(applied.isEmpty, "inserts carry their quake: nothing to report from the cache")
+            #expect(try cache.apply(six, storeId: "S"))
             // An update whose quake a later transaction removed: the cache says what the row was.
             let update = IOQuaked.Transaction(
                 token: 7, author: .import, timestamp: 0, inserted: 0, updated: 1, deleted: 0,
@@ -64,11 +67,12 @@ import Testing
                         quakeId: "a", kind: .update,
                         fields: [IOQuaked.FieldChange(field: "place", old: .init(string: "somewhere"), new: .init(string: "there"))])
                 ])
-            let before = try #require(try cache.apply(update, storeId: "S"))
+            let before = try #require(try cache.prepare(update, storeId: "S"))
             #expect(before["a"]?.mag == 1.5)
             #expect(before["c"] == nil)
-            #expect(try cache.apply(Self.delete(8, "b"), storeId: "S") != nil)
-            #expect(try cache.apply(Self.delete(8, "a"), storeId: "S") == nil)
+            #expect(try cache.apply(update, storeId: "S"))
+            #expect(try cache.apply(Self.delete(8, "b"), storeId: "S"))
+            #expect(try cache.apply(Self.delete(8, "a"), storeId: "S") == false)
             #expect(try cache.position()?.token == 8)
             #expect(try cache.allQuakes().map(\.id) == ["a", "c"])
             #expect(try cache.quake(id: "a")?.mag == 1.5)
@@ -110,9 +114,9 @@ import Testing
             #expect(try cache.query(QuakeFilter()).quakes.map(\.id) == ["sf", "la", "small"])
             #expect(try cache.query(QuakeFilter(minMagnitude: 3)).quakes.map(\.id) == ["sf", "la"])
             #expect(try cache.query(QuakeFilter(since: 150)).quakes.map(\.id) == ["sf", "la"])
-            let near = try cache.query(QuakeFilter(near: IOQuaked.Near(lat: 37.8, lon: -122.3, radiusKm: 50)))
+            let near = try cache.query(QuakeFilter(region: .circle(lat: 37.8, lon: -122.3, radiusKm: 50)))
             #expect(near.quakes.map(\.id) == ["sf"])
-            let limited = try cache.query(QuakeFilter(limit: 1))
+            let limited = try cache.query(QuakeFilter(), limit: 1)
             #expect(limited.quakes.map(\.id) == ["sf"])
             #expect(limited.total == 3)
         }

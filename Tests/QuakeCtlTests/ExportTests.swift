@@ -28,7 +28,7 @@ extension ClientEndToEnd {
                 let once = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
                     [
-                        "--once", "--state-dir", daemonDirectory.appendingPathComponent("state").path, "--socket",
+                        "--once", "--state-directory", daemonDirectory.appendingPathComponent("state").path, "--socket",
                         daemonDirectory.appendingPathComponent("once.sock").path, "--feed", feed.absoluteString,
                     ],
                     timeout: patience)
@@ -59,7 +59,7 @@ extension ClientEndToEnd {
                 let reimport = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
                     [
-                        "--once", "--json", "--state-dir", daemon.stateDirectory.path, "--socket",
+                        "--once", "--json", "--state-directory", daemon.stateDirectory.path, "--socket",
                         daemonDirectory.appendingPathComponent("once.sock").path, "--feed", export.absoluteString,
                     ],
                     timeout: patience)

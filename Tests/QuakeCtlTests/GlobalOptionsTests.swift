@@ -12,6 +12,8 @@ import Testing
             (["--json", "status"], ["status", "--json"]),
             (["--socket=/s", "--absolute", "--json", "list", "--limit", "3"], ["list", "--socket=/s", "--absolute", "--json", "--limit", "3"]),
             (["list", "--socket", "/s"], ["list", "--socket", "/s"]),
+            (["--host", "me@far", "--socket", "/s", "watch"], ["watch", "--host", "me@far", "--socket", "/s"]),
+            (["--host=far", "status", "--json"], ["status", "--host=far", "--json"]),
             (["--help"], ["--help"]),
             (["--json", "--help", "list"], ["--json", "--help", "list"]),
             (["--socket"], ["--socket"]),

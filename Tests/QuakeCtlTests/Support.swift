@@ -28,7 +28,7 @@ final class Quaked: @unchecked Sendable {
     func start() async throws {
         let process = try ChildProcess(
             BuiltProducts.path("quaked"),
-            ["--state-dir", stateDirectory.path, "--socket", socketPath, "--interval", "1h", "--log-level", "debug"]
+            ["--state-directory", stateDirectory.path, "--socket", socketPath, "--interval", "1h", "--log-level", "debug"]
                 + feeds.flatMap { ["--feed", $0.absoluteString] } + extraArguments)
         self.process = process
         try await waitUntil(timeout: .seconds(30)) {
@@ -52,12 +52,17 @@ final class Quaked: @unchecked Sendable {
         return status
     }
 
+    /// Kills the daemon with SIGKILL: no clean shutdown (``stop()`` still reaps it).
+    func kill() {
+        process?.signal(SIGKILL)
+    }
+
     /// Runs `quaked --once` on this state directory (with the daemon stopped or running).
     func importOnce(_ feed: URL) async throws -> String {
         let result = try await ChildProcess.run(
             BuiltProducts.path("quaked"),
             [
-                "--once", "--state-dir", stateDirectory.path, "--socket", socketPath + ".once", "--feed",
+                "--once", "--state-directory", stateDirectory.path, "--socket", socketPath + ".once", "--feed",
                 feed.absoluteString,
             ],
             timeout: .seconds(120))
@@ -132,9 +137,11 @@ func waitUntil(timeout: Duration, _ condition: () throws -> Bool) async throws {
 struct WatchOutput {
     struct Line: Decodable {
         var event: String
-        var storeId: String
-        var token: Int
+        var storeId: String?
+        var token: Int?
         var change: IOQuaked.Change?
+        /// `quake` lines (`--last`).
+        var quake: IOQuaked.Quake?
         var quakes: Int?
         var reason: String?
     }
@@ -149,7 +156,7 @@ struct WatchOutput {
 
     var changes: [ChangeKey] {
         lines.compactMap { line in
-            line.change.map { ChangeKey(token: line.token, quakeId: $0.quakeId, kind: $0.kind.rawValue) }
+            line.change.map { ChangeKey(token: line.token ?? 0, quakeId: $0.quakeId, kind: $0.kind.rawValue) }
         }
     }
 

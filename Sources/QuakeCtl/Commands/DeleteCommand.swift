@@ -26,7 +26,7 @@ public struct DeleteCommand: AsyncParsableCommand {
     }
 
     public func run() async throws {
-        let reply = try await QuakedConnection.with(options.socketPath) { try await $0.delete(ids: ids) }
+        let reply = try await options.withConnection { try await $0.delete(ids: ids) }
         if options.json {
             Console.line(JSONText.encode(reply))
         } else {

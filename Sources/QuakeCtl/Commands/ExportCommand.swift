@@ -7,7 +7,7 @@ import Foundation
 public struct ExportCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write every stored earthquake as CSV, GeoJSON or NDJSON.",
+        abstract: "Write the stored earthquakes (all, or those the filters select) as CSV, GeoJSON or NDJSON.",
         discussion: """
             The export is one consistent read of the store (quaked's Snapshot), streamed in pages: \
             memory stays constant however large the store, and imports go on meanwhile. The GeoJSON \
@@ -16,6 +16,8 @@ public struct ExportCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup public var options: ClientOptions
+
+    @OptionGroup(title: "Filters") public var filters: FilterOptions
 
     @Option(help: ArgumentHelp("The output format.", valueName: "format"))
     public var format: ExportFormat
@@ -30,7 +32,12 @@ public struct ExportCommand: AsyncParsableCommand {
 
     public init() {}
 
+    public func validate() throws {
+        _ = try filters.filter()
+    }
+
     public func run() async throws {
+        let filter = try filters.filter()
         let style = options.style
         let progress = ProgressLine(enabled: style.progress && !options.json)
         let sink = try ExportSink(path: output)
@@ -39,10 +46,11 @@ public struct ExportCommand: AsyncParsableCommand {
         buffer.reserveCapacity(1 << 20)
         var count = 0
         do {
-            try await QuakedConnection.with(options.socketPath) { connection in
+            try await options.withConnection { connection in
+                // About: with a filter, the count is of every stored quake.
                 let total = progress.enabled ? try await connection.status().quakeCount : 0
                 writer.header(into: &buffer)
-                for try await page in try await connection.snapshot(pageSize: pageSize) {
+                for try await page in try await connection.snapshot(pageSize: pageSize, filter: filter) {
                     for quake in page.quakes {
                         writer.quake(quake, index: count, into: &buffer)
                         count += 1

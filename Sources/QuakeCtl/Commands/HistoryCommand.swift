@@ -30,7 +30,7 @@ public struct HistoryCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let style = options.style
-        try await QuakedConnection.with(options.socketPath) { connection in
+        try await options.withConnection { connection in
             var token: Int
             var storeId: String?
             if let after {

@@ -2,6 +2,7 @@ import QuakeClient
 import QuakeProtocol
 import ArgumentParser
 import Foundation
+import QuakeFeed
 
 /// `quakectl list`: stored earthquakes, newest first.
 public struct ListCommand: AsyncParsableCommand {
@@ -12,26 +13,10 @@ public struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
-    @Option(
-        name: .customLong("min-mag"),
-        help: ArgumentHelp("Only earthquakes of at least this magnitude.", valueName: "magnitude"))
-    public var minMagnitude: Double?
-
-    @Option(help: ArgumentHelp("Only earthquakes since then: \(TimeArgument.help).", valueName: "time"))
-    public var since: String?
-
-    @Option(
-        help: ArgumentHelp("Only events of this type (earthquake, quarry blast, explosion, ...).", valueName: "type"))
-    public var type: String?
+    @OptionGroup(title: "Filters") public var filters: FilterOptions
 
     @Option(help: ArgumentHelp("Show at most this many.", valueName: "n"))
     public var limit: Int?
-
-    @Option(help: ArgumentHelp("Only earthquakes within --radius of this point.", valueName: "lat,lon"))
-    public var near: String?
-
-    @Option(help: ArgumentHelp("The radius for --near in kilometres (default 100).", valueName: "km"))
-    public var radius: Double?
 
     @Option(help: ArgumentHelp("time (newest first) or magnitude (largest first).", valueName: "order"))
     public var order: String = "time"
@@ -47,37 +32,14 @@ public struct ListCommand: AsyncParsableCommand {
     public init() {}
 
     public func validate() throws {
-        _ = try filter()
+        _ = try filters.filter()
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative.") }
         if order != "time" && order != "magnitude" { throw ValidationError("--order takes time or magnitude.") }
         if cache && order != "time" { throw ValidationError("--cache lists newest first only; drop --order.") }
     }
 
-    func filter(now: Date = Date()) throws -> QuakeFilter {
-        var filter = QuakeFilter(minMagnitude: minMagnitude, type: type, limit: limit)
-        if let since {
-            guard let ms = TimeArgument.parse(since, now: now) else {
-                throw ValidationError("--since \(since) is not a time; use \(TimeArgument.help).")
-            }
-            filter.since = ms
-        }
-        if let limit, limit < 0 { throw ValidationError("--limit must not be negative.") }
-        if radius != nil && near == nil { throw ValidationError("--radius needs --near LAT,LON.") }
-        if let near {
-            let parts = near.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 2, let lat = parts[0], let lon = parts[1], (-90...90).contains(lat),
-                (-180...180).contains(lon)
-            else {
-                throw ValidationError("--near takes LAT,LON in degrees, e.g. --near 37.77,-122.42.")
-            }
-            let km = radius ?? 100
-            guard km > 0 else { throw ValidationError("--radius must be positive.") }
-            filter.near = IOQuaked.Near(lat: lat, lon: lon, radiusKm: km)
-        }
-        return filter
-    }
-
     public func run() async throws {
-        let filter = try filter()
+        let filter = try filters.filter()
         let style = options.style
         let quakes: [IOQuaked.Quake]
         let total: Int
@@ -85,15 +47,14 @@ public struct ListCommand: AsyncParsableCommand {
         let updated: Int?
         if cache {
             let cache = try QuakeCache.openExisting(path: cachePath ?? CachePath.defaultPath())
-            let result = try cache.query(filter)
+            let result = try cache.query(try filters.localFilter(), limit: limit)
             let position = try cache.position()
             (quakes, total, token, updated) = (result.quakes, result.total, position?.token ?? 0, position.map { Int($0.appliedAt) })
         } else {
-            (quakes, total, token, updated) = try await QuakedConnection.with(options.socketPath) { connection in
+            (quakes, total, token, updated) = try await options.withConnection { connection in
                 let reply = try await connection.query(
                     IOQuaked.Query.Parameters(
-                        minMagnitude: filter.minMagnitude, since: filter.since, type: filter.type, near: filter.near,
-                        limit: filter.limit, order: IOQuaked.QueryOrder(rawValue: order)))
+                        limit: limit, order: IOQuaked.QueryOrder(rawValue: order), filter: filter))
                 let status = try? await connection.status()
                 let updated = status?.lastChange ?? status?.feeds.compactMap(\.lastSuccess).max()
                 return (reply.quakes, reply.total, reply.headToken, updated)

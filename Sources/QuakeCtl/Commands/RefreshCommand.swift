@@ -23,7 +23,7 @@ public struct RefreshCommand: AsyncParsableCommand {
         progress.show("Checking for earthquakes…")
         let reply: IOQuaked.Refresh.Reply
         do {
-            reply = try await QuakedConnection.with(options.socketPath) { try await $0.refresh(feed: feed) }
+            reply = try await options.withConnection { try await $0.refresh(feed: feed) }
             progress.clear()
         } catch {
             progress.clear()

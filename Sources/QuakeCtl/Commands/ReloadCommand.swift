@@ -17,7 +17,7 @@ public struct ReloadCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
-        try await QuakedConnection.with(options.socketPath) { try await $0.reload() }
+        try await options.withConnection { try await $0.reload() }
         Console.line(options.json ? #"{"reloaded":true}"# : "quaked reloaded its configuration")
     }
 }

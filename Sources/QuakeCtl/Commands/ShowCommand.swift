@@ -18,7 +18,7 @@ public struct ShowCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
-        let quake = try await QuakedConnection.with(options.socketPath) { try await $0.get(id: id) }
+        let quake = try await options.withConnection { try await $0.get(id: id) }
         let style = options.style
         if style.json {
             Console.line(JSONText.encode(quake))

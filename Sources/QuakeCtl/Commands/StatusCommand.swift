@@ -14,7 +14,7 @@ public struct StatusCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
-        let status = try await QuakedConnection.with(options.socketPath) { try await $0.status() }
+        let status = try await options.withConnection { try await $0.status() }
         if options.json {
             Console.line(JSONText.encode(status))
         } else {
@@ -56,6 +56,7 @@ public struct StatusCommand: AsyncParsableCommand {
                     line +=
                         " · +\(Formatting.count(counts.inserted)) new, \(Formatting.count(counts.updated)) updated, "
                         + "\(Formatting.count(counts.unchanged)) unchanged"
+                    if counts.expired > 0 { line += ", \(Formatting.count(counts.expired)) expired" }
                 }
                 out += line + "\n"
                 if let error = feed.lastError, feed.lastResult == .failed {
@@ -79,6 +80,10 @@ public struct StatusCommand: AsyncParsableCommand {
             for c in clients {
                 out +=
                     "  \(style.bold(c.name))  token \(c.token), \(Formatting.count(c.lag)) behind, seen \(when(c.lastSeen))\n"
+                if let error = c.lastError {
+                    let since = c.lastErrorAt.map { " (\(when($0)))" } ?? ""
+                    out += "    " + style.paint("last error\(since): \(error)", .red) + "\n"
+                }
             }
         }
         return out

@@ -2,6 +2,7 @@ import QuakeClient
 import QuakeProtocol
 import ArgumentParser
 import Foundation
+import UnixSignals
 
 /// `quakectl watch`: live changes, kept in a local cache.
 public struct WatchCommand: AsyncParsableCommand {
@@ -16,6 +17,17 @@ public struct WatchCommand: AsyncParsableCommand {
             a snapshot and says so. When quaked goes away, it keeps the cache and retries; every \
             change made meanwhile is printed once when it is back. With --json, each line is \
             {"event":"change","token":...,"change":{...}} or {"event":"reset","quakes":...}.
+
+            The filters are applied by quaked: the cache keeps only the quakes that match. A quake \
+            that comes to match (revised upwards, say) is printed as `enter`, one that stops \
+            matching as `leave`; in --json the change's kind is "enter" or "leave". A cache kept \
+            with other filters starts over from a snapshot, and watch says so. --since now is not \
+            a filter: it applies the backlog to the cache without printing it. A relative --since \
+            (2h) moves with each start, so the cache starts over each time: give a date.
+
+            Each change is printed, then committed to the cache: on SIGTERM, SIGINT or SIGHUP the \
+            change in hand is finished, printed and committed, and watch exits 0. A crash between \
+            the two prints that change again on the next run, never not at all.
             """)
 
     @OptionGroup public var options: ClientOptions
@@ -23,19 +35,28 @@ public struct WatchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The cache file. Default: $XDG_CACHE_HOME/quakectl/cache.sqlite.", valueName: "path"))
     public var cache: String?
 
-    @Option(help: ArgumentHelp("now: apply the backlog to the cache without printing it.", valueName: "now"))
-    public var since: String?
+    @OptionGroup(title: "Filters") public var filters: FilterOptions
 
     @Option(
-        name: .customLong("min-mag"),
         help: ArgumentHelp(
-            "Print only changes of at least this magnitude (the cache keeps everything).", valueName: "magnitude"))
-    public var minMagnitude: Double?
+            "First print the newest N matching quakes of the cache, like tail -f.", valueName: "n"))
+    public var last: Int?
 
     @Option(
         help: ArgumentHelp(
             "A durable client name: quaked keeps the history it has not acknowledged.", valueName: "name"))
     public var name: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Run CMD with /bin/sh -c once for each change printed, the change as JSON on stdin; see the man page.",
+            valueName: "cmd"))
+    public var exec: String?
+
+    @Option(
+        name: .customLong("exec-timeout"),
+        help: ArgumentHelp("Stop a run of --exec's command after this long, and retry it (default 60s).", valueName: "duration"))
+    public var execTimeout: String = "60s"
 
     @Option(help: .hidden)
     public var heartbeat: Int = 30
@@ -43,7 +64,14 @@ public struct WatchCommand: AsyncParsableCommand {
     public init() {}
 
     public func validate() throws {
-        if let since, since != "now" { throw ValidationError("--since takes only `now` (to skip the backlog).") }
+        _ = try filters.filter(sinceIsFilter: filters.since != "now")
+        if let last, last < 0 { throw ValidationError("--last must not be negative.") }
+        guard DurationArgument.parse(execTimeout) != nil else {
+            throw ValidationError("--exec-timeout takes a duration: 250ms, 30s, 5m or 1h.")
+        }
+        if let exec, exec.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--exec needs a command.")
+        }
         if heartbeat < 1 { throw ValidationError("--heartbeat must be at least 1 second.") }
         if let name, name.isEmpty { throw ValidationError("--name must not be empty.") }
     }
@@ -58,12 +86,36 @@ public struct WatchCommand: AsyncParsableCommand {
                 QuakectlError.failure, "cannot open the cache at \(path) (\(error)); pass --cache with a writable path."
             )
         }
-        var watchOptions = Watcher.Options(socketPath: options.socketPath)
+        var watchOptions = Watcher.Options(endpoint: try options.endpoint)
         watchOptions.clientName = name
-        watchOptions.sinceNow = since == "now"
+        watchOptions.sinceNow = filters.since == "now"
+        watchOptions.filter = try filters.filter(sinceIsFilter: filters.since != "now")
+        watchOptions.lastCount = last
         watchOptions.heartbeatSeconds = heartbeat
-        let printer = WatchPrinter(style: options.style, minMagnitude: minMagnitude)
-        try await Watcher(options: watchOptions, cache: cache).run { printer.print($0) }
+        let stop = WatchStop()
+        // The stop signals are the watch's own (below); a stop ends the ssh children of --host.
+        SSHChildren.leaveSignalsToTheProgram()
+        let delivery = exec.map {
+            ExecDelivery(
+                command: $0, timeout: DurationArgument.parse(execTimeout)!, stop: stop, clientName: name,
+                endpoint: watchOptions.endpoint, cache: cache)
+        }
+        let printer = WatchPrinter(style: options.style, delivery: delivery)
+        let watcher = Watcher(options: watchOptions, cache: cache)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // SIGTERM, SIGINT and SIGHUP stop the watch once the change in hand is delivered.
+                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup) {
+                    await stop.request()
+                    return
+                }
+            }
+            group.addTask {
+                try await watcher.run(stop: stop) { try await printer.deliver($0) }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
     }
 }
 
@@ -71,8 +123,24 @@ public struct WatchCommand: AsyncParsableCommand {
 /// reset, and one message on stderr per outage.
 struct WatchPrinter: Sendable {
     let style: OutputStyle
-    /// Print only changes with a magnitude of at least this (the cache keeps everything).
-    let minMagnitude: Double?
+    /// `--exec`: run for each change printed, after it is printed.
+    var delivery: ExecDelivery? = nil
+
+    /// Prints the event, then runs `--exec`'s command for each change in it (not for the backlog
+    /// of `--since now`), returning once every run exited 0.
+    func deliver(_ event: WatchEvent) async throws {
+        print(event)
+        guard let delivery, case .applied(let transaction, let storeId, let before, let isBacklog) = event, !isBacklog
+        else { return }
+        for change in transaction.changes {
+            let line = JSONText.encode(
+                WatchLine(
+                    event: "change", storeId: storeId, token: transaction.token, author: transaction.author.rawValue,
+                    change: change))
+            try await delivery.deliver(
+                change, line: line, token: transaction.token, storeId: storeId, before: before[change.quakeId])
+        }
+    }
 
     func print(_ event: WatchEvent) {
         switch event {
@@ -93,7 +161,7 @@ struct WatchPrinter: Sendable {
         case .applied(let transaction, let storeId, let before, let isBacklog):
             guard !isBacklog else { return }
             var text = ""
-            for change in transaction.changes where passes(change, before: before[change.quakeId]) {
+            for change in transaction.changes {
                 if style.json {
                     text +=
                         JSONText.encode(
@@ -105,23 +173,26 @@ struct WatchPrinter: Sendable {
                 }
             }
             if !text.isEmpty { Console.out(text) }
+        case .recent(let quakes):
+            var text = ""
+            for quake in quakes {
+                if style.json {
+                    text += JSONText.encode(WatchLine(event: "quake", storeId: nil, token: nil, quake: quake)) + "\n"
+                } else {
+                    text += ChangeText.line(quake: quake, style) + "\n"
+                }
+            }
+            if !text.isEmpty { Console.out(text) }
         }
-    }
-
-    /// `--min-mag`: an update passes when the old or the new magnitude does.
-    func passes(_ change: IOQuaked.Change, before: IOQuaked.Quake?) -> Bool {
-        guard let min = minMagnitude else { return true }
-        let old = change.fields?.first(where: { $0.field == "mag" })?.old?.number
-        let mags = [change.quake?.mag, change.tombstone?.mag, before?.mag, ChangeText.newValue(change, "mag"), old]
-        return mags.contains { ($0 ?? -.infinity) >= min }
     }
 
     struct WatchLine: Encodable {
         var event: String
-        var storeId: String
-        var token: Int
+        var storeId: String?
+        var token: Int?
         var author: String?
         var change: IOQuaked.Change?
+        var quake: IOQuaked.Quake?
         var quakes: Int?
         var reason: String?
     }

@@ -11,6 +11,13 @@ public struct ClientOptions: ParsableArguments, Sendable {
     )
     public var socket: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "quaked on another host (HOST or USER@HOST), through `ssh HOST quakectl bridge`; --socket then names the socket there.",
+            valueName: "host"))
+    public var host: String?
+
     @Flag(name: .long, help: "Print JSON for scripts: one object, or one object per line for streams.")
     public var json = false
 
@@ -19,14 +26,34 @@ public struct ClientOptions: ParsableArguments, Sendable {
 
     public init() {}
 
+    public func validate() throws {
+        if let host {
+            do {
+                try SSHRoute.validate(destination: host)
+            } catch let error as SSHRoute.InvalidDestination {
+                throw ValidationError("--host \(host.debugDescription): \(error.reason).")
+            }
+        }
+    }
+
     /// `--socket`, else `$QUAKED_SOCKET`, else the daemon's default for this user.
     public var socketPath: String { socket ?? SocketPath().resolved }
+
+    /// Where quaked is: over ssh with `--host` (the remote bridge gets `--socket` when it was
+    /// given, and otherwise finds its own default, not this machine's `$QUAKED_SOCKET`), else the
+    /// local socket.
+    public var endpoint: QuakedEndpoint {
+        get throws {
+            guard let host else { return .socket(socketPath) }
+            return .ssh(try SSHRoute(destination: host, remoteSocket: socket))
+        }
+    }
 
     /// How to print on this terminal (or pipe).
     public var style: OutputStyle { OutputStyle.detect(json: json, absoluteTimes: absolute) }
 
-    /// Connects to the daemon, mapping failures to exit codes 69 and 77.
-    public func connect() async throws -> QuakedConnection {
-        try await QuakedConnection.connect(to: socketPath)
+    /// Connects, runs `body` and closes the connection (see ``QuakedConnection/with(_:_:)``).
+    public func withConnection<T: Sendable>(_ body: (QuakedConnection) async throws -> T) async throws -> T {
+        try await QuakedConnection.with(try endpoint, body)
     }
 }

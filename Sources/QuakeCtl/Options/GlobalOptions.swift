@@ -7,7 +7,7 @@
 /// stops the reordering, so the parser reports it as it always would.
 enum GlobalOptions {
     /// The global options and whether each takes a value.
-    static let options: [String: Bool] = ["--socket": true, "--json": false, "--absolute": false]
+    static let options: [String: Bool] = ["--socket": true, "--host": true, "--json": false, "--absolute": false]
 
     static func reorder(_ arguments: [String]) -> [String] {
         var globals: [String] = []

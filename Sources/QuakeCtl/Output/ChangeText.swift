@@ -3,7 +3,9 @@ import QuakeProtocol
 import Foundation
 import Varlink
 
-/// History changes as lines: `new`, `updated` (with what changed) and `removed` (with why).
+/// History changes as lines: `new`, `updated` (with what changed), `removed` (with why), and for
+/// a filtered watch `enter` (a stored quake now matches) and `leave` (it no longer does, with what
+/// changed).
 public enum ChangeText {
     /// The width of the place column in change lines.
     static let placeWidth = 36
@@ -33,12 +35,34 @@ public enum ChangeText {
             return label + row + (summary.isEmpty ? "" : "  " + summary)
         case .delete:
             let label = style.paint(Formatting.fit("removed", 9), .red)
-            let t = change.tombstone
+            return label + goneRow(change, before: before, style, now: now) + "  (" + reason(change) + ")"
+        case .enter:
+            let label = style.paint(Formatting.fit("enter", 9), .green)
+            let q = change.quake
             let row = Formatting.row(
-                mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
+                mag: q?.mag ?? newValue(change, "mag"), place: q?.place ?? "(removed since)", time: q?.time ?? 0,
                 id: change.quakeId, placeWidth: placeWidth, style, now: now)
-            return label + row + "  (" + reason(change) + ")"
+            let summary = fieldSummary(change.fields ?? [], style)
+            return label + row + (summary.isEmpty ? "" : "  " + summary)
+        case .leave:
+            let label = style.paint(Formatting.fit("leave", 9), .red)
+            let summary = fieldSummary(change.fields ?? [], style)
+            return label + goneRow(change, before: before, style, now: now) + (summary.isEmpty ? "" : "  " + summary)
         }
+    }
+
+    /// The row of a quake that went (a delete, a leave): from its tombstone, else the cache's row.
+    static func goneRow(_ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date) -> String {
+        let t = change.tombstone
+        return Formatting.row(
+            mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
+            id: change.quakeId, placeWidth: placeWidth, style, now: now)
+    }
+
+    /// A quake shown as it is (`watch --last`).
+    public static func line(quake q: IOQuaked.Quake, _ style: OutputStyle, now: Date = Date()) -> String {
+        style.dim(Formatting.fit("quake", 9))
+            + Formatting.row(mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
     }
 
     /// Why a quake was removed, as words.
