@@ -150,7 +150,10 @@ let package = Package(
         // The model-based checker of the store's history: seeded random feed documents, deletes and
         // retention passes, checked after every step and shrunk on failure. Run by the store tests
         // (a few hundred cases) and by `quake-bench model` (any number).
-        .target(name: "QuakeModelCheck", dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport"]),
+        .target(
+            name: "QuakeModelCheck",
+            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Shared by the test targets: temp dirs, fixtures, a real HTTP server, process runner.
         .target(
             name: "QuakeTestSupport",

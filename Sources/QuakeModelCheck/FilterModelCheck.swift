@@ -93,7 +93,7 @@ public enum FilterModelCheck {
                 } catch let problem as ModelCheck.Problem {
                     return ModelFailure(step: index, message: problem.text)
                 } catch {
-                    return ModelFailure(step: index, message: "the step threw: \(error)")
+                    return ModelFailure(step: index, message: "the step threw: \(ModelCheck.describe(error))")
                 }
             }
             return nil

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import QuakeFeed
 import QuakeStore
 import QuakeTestSupport
@@ -117,7 +118,7 @@ public enum ModelCheck {
                 } catch let message as Problem {
                     return ModelFailure(step: index, message: message.text)
                 } catch {
-                    return ModelFailure(step: index, message: "the step threw: \(error)")
+                    return ModelFailure(step: index, message: "the step threw: \(ModelCheck.describe(error))")
                 }
             }
             return nil
@@ -127,6 +128,15 @@ public enum ModelCheck {
     struct Problem: Error {
         var text: String
         init(_ text: String) { self.text = text }
+    }
+
+    /// An error as a failure message shows it; an SQLite error with its extended code, which
+    /// tells which call failed ("disk I/O error" alone does not).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "\(error) (extended code \(error.extendedResultCode.rawValue))"
+        }
+        return "\(error)"
     }
 
     static func require(_ condition: Bool, _ message: @autoclosure () -> String) throws {

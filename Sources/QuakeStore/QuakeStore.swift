@@ -61,7 +61,22 @@ public struct QuakeStore: Sendable {
     /// serialized mode's mutex, taken on every SQLite call, dozens per imported feature, protects
     /// nothing) and no memory statistics (a global mutex on every allocation; nothing reads them).
     /// If the process used SQLite before, the settings stay as they were; only speed differs.
-    static let sqliteConfigured: Int32 = quaked_sqlite_configure()
+    ///
+    /// SQLite's error log goes to standard error (the journal, under systemd) for the codes that
+    /// say the file system or the file failed: a bare "disk I/O error" names neither the call
+    /// nor errno, and the log line does ("os_unix.c:...: (12) mmap(...-shm) - ...").
+    static let sqliteConfigured: Int32 = {
+        let status = quaked_sqlite_configure()
+        Database.logError = { code, message in
+            switch code.primaryResultCode {
+            case .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FULL, .SQLITE_PROTOCOL:
+                FileHandle.standardError.write(Data("SQLite error log: \(code.rawValue): \(message)\n".utf8))
+            default:
+                break
+            }
+        }
+        return status
+    }()
 
     /// Closes the database. Later calls fail.
     public func close() throws {

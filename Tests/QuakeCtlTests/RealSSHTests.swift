@@ -62,9 +62,8 @@ extension ClientEndToEnd {
 }
 
 /// An OpenSSH server on 127.0.0.1 and a free port, for this test only: its own host key, the
-/// test's user key as the only authorized key, no passwords. sshd runs under swift-subprocess, not
-/// ChildProcess: sshd closes the descriptors it inherits, and Foundation's Process takes that for
-/// the child's exit and blocks in waitpid(2), which stalls every other Process of the test.
+/// test's user key as the only authorized key, no passwords. sshd runs under swift-subprocess, as
+/// quakectl's own ssh does.
 struct RealSSHD: Sendable {
     static let sshd = "/usr/sbin/sshd"
     static let ssh = "/usr/bin/ssh"
