@@ -30,7 +30,7 @@ public enum BuiltProducts {
 /// been reused for, an SQLite file of another test ("disk I/O error"), or a readability handler
 /// read a closed pipe and the runner died on EBADF. Here each descriptor has one owner, which
 /// closes it once: the parent's write ends right after the spawn, each read end by its reader
-/// at end of file.
+/// at end of file. The child gets stdin, stdout and stderr, and no other descriptor.
 public final class ChildProcess: @unchecked Sendable {
     public let pid: Int32
     private let output: OutputReader
@@ -173,6 +173,11 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // Nothing else of the test runner's: a descriptor another test has open at this moment
+        // without close-on-exec (Foundation's atomic writes make their temporary file with
+        // mkstemp) would otherwise stay open in the child for its whole life, and a script
+        // written through it could not be executed (ETXTBSY).
+        _ = systemAddCloseFrom(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -241,3 +246,8 @@ public enum ChildProcessError: Error, CustomStringConvertible {
 /// close-on-exec atomically, so that a child another thread spawns meanwhile never inherits it.
 @_silgen_name("pipe2")
 private func systemPipe2(_ descriptors: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later; Debian 12 has 2.36), also
+/// not exported by the Glibc module.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func systemAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32

@@ -79,3 +79,20 @@ struct ChildProcessTests {
         }
     }
 }
+
+extension ChildProcessTests {
+    @Test("a child inherits no descriptor of the test's beyond stdin, stdout and stderr")
+    func noInheritedDescriptors() async throws {
+        // A descriptor without close-on-exec, as Foundation's atomic writes leave theirs.
+        let fd = open("/dev/null", O_RDONLY)
+        try #require(fd >= 3)
+        defer { close(fd) }
+        let run = try await ChildProcess.run("/bin/sh", ["-c", "ls /proc/self/fd"])
+        #expect(run.status == 0)
+        // ls itself opens one for the listing; sh's and the test's must not be there.
+        let listed = Set(run.stdout.split(separator: "\n").compactMap { Int32($0) })
+        #expect(!listed.contains(fd), "the child holds descriptor \(fd): \(listed.sorted())")
+        #expect(listed.isSuperset(of: [0, 1, 2]))
+        #expect(listed.count <= 4, "\(listed.sorted())")
+    }
+}
