@@ -30,6 +30,8 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
         /// Latitude and longitude ranges, both inclusive. The box crosses the antimeridian when
         /// `minLon > maxLon`.
         case box(minLat: Double, maxLat: Double, minLon: Double, maxLon: Double)
+        /// Inside one of these polygons, edges included (see ``PolygonRegion``).
+        case polygons(PolygonRegion)
     }
 
     /// PAGER's alert levels, in order.
@@ -116,6 +118,13 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
             if maxLat < minLat {
                 throw fail("box.maxLat", "\(maxLat) is south of minLat \(minLat): nothing could match")
             }
+        case .polygons(let region):
+            do {
+                try region.validate()
+            } catch {
+                let ring = error.ring.map { ".rings[\($0)]" } ?? ""
+                throw fail("polygons[\(error.polygon)]\(ring)", error.problem)
+            }
         case nil:
             break
         }
@@ -161,6 +170,8 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
             guard let qLat = q.lat, let qLon = q.lon, qLat >= minLat, qLat <= maxLat else { return false }
             let inLon = minLon <= maxLon ? (qLon >= minLon && qLon <= maxLon) : (qLon >= minLon || qLon <= maxLon)
             if !inLon { return false }
+        case .polygons(let region):
+            guard let qLat = q.lat, let qLon = q.lon, region.contains(lat: qLat, lon: qLon) else { return false }
         }
         return true
     }

@@ -179,11 +179,34 @@ public enum FilterModelCheck {
         if maybe(2) {
             let places = writer.places
             let (lat, lon) = places.randomElement(using: &r)!
-            switch Int.random(in: 0..<3, using: &r) {
+            switch Int.random(in: 0..<5, using: &r) {
             case 0:
                 filter.region = .circle(lat: lat, lon: lon, radiusKm: [5, 12, 600, 3000].randomElement(using: &r)!)
             case 1:
                 filter.region = .box(minLat: lat - 1, maxLat: lat + 1, minLon: lon - 1, maxLon: lon + 1)
+            case 3:
+                // A triangle with a template place on its edge (inside) and the next place in or out.
+                filter.region = .polygons(
+                    PolygonRegion(polygons: [[[
+                        .init(lat: lat, lon: lon - 2), .init(lat: lat, lon: lon + 2),
+                        .init(lat: lat + [1.0, 3.0].randomElement(using: &r)!, lon: lon), .init(lat: lat, lon: lon - 2),
+                    ]]]))
+            case 4:
+                // Across the antimeridian, with a hole round one place: a Pacific ring written
+                // with longitudes that jump from 140 to -117.
+                let (holeLat, holeLon) = places.randomElement(using: &r)!
+                filter.region = .polygons(
+                    PolygonRegion(polygons: [[
+                        [
+                            .init(lat: -60, lon: 140), .init(lat: -60, lon: -117), .init(lat: 60, lon: -100),
+                            .init(lat: 60, lon: 130), .init(lat: -60, lon: 140),
+                        ],
+                        [
+                            .init(lat: holeLat - 0.5, lon: holeLon - 0.5), .init(lat: holeLat - 0.5, lon: holeLon + 0.5),
+                            .init(lat: holeLat + 0.5, lon: holeLon + 0.5), .init(lat: holeLat + 0.5, lon: holeLon - 0.5),
+                            .init(lat: holeLat - 0.5, lon: holeLon - 0.5),
+                        ],
+                    ]]))
             default:
                 // Across the antimeridian: from east of the western Pacific to west of the Americas.
                 filter.region = .box(

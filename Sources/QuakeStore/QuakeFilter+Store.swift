@@ -50,6 +50,10 @@ extension QuakeFilter {
         case .box(let minLat, let maxLat, _, _):
             conditions.append("\(prefix)lat BETWEEN ? AND ?")
             arguments += [minLat, maxLat]
+        case .polygons(let region):
+            let bounds = region.latitudeBounds
+            conditions.append("\(prefix)lat BETWEEN ? AND ?")
+            arguments += [bounds.lowerBound - 1e-6, bounds.upperBound + 1e-6]
         case nil:
             break
         }

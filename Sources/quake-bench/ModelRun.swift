@@ -19,7 +19,7 @@ struct ModelRun: AsyncParsableCommand {
             S is the same on every machine.
 
             With --filtered, the same cases check filtered history instead: random filters \
-            (magnitude, circles and boxes, across the antimeridian too, types, alert, tsunami, \
+            (magnitude, circles, boxes and polygons with holes, across the antimeridian too, types, alert, tsunami, \
             status, significance, time), one client per filter following history from token 0 and \
             one starting from a filtered snapshot after every step; after every step each client's \
             cache equals the filter applied to the store, and every change it was sent made sense.

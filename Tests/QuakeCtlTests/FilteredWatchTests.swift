@@ -187,6 +187,12 @@ extension ClientEndToEnd {
                     (#"{"near":{"lat":0,"lon":0,"radiusKm":1},"box":{"minLat":0,"maxLat":1,"minLon":0,"maxLon":1}}"#, "filter.box"),
                     (#"{"types":[]}"#, "filter.types"),
                     (#"{"minSignificance":-3}"#, "filter.minSignificance"),
+                    // An unclosed ring, and a bow tie (crosses itself), and two regions.
+                    (#"{"polygons":[{"rings":[{"points":[{"lat":0,"lon":0},{"lat":0,"lon":1},{"lat":1,"lon":1},{"lat":1,"lon":0}]}]}]}"#,
+                     "filter.polygons[0].rings[0]"),
+                    (#"{"polygons":[{"rings":[{"points":[{"lat":0,"lon":0},{"lat":1,"lon":1},{"lat":1,"lon":0},{"lat":0,"lon":1},{"lat":0,"lon":0}]}]}]}"#,
+                     "filter.polygons[0].rings[0]"),
+                    (#"{"box":{"minLat":0,"maxLat":1,"minLon":0,"maxLon":1},"polygons":[]}"#, "filter.polygons"),
                 ]
                 for (filter, field) in cases {
                     for method in ["FetchHistory", "Query"] {
@@ -203,6 +209,41 @@ extension ClientEndToEnd {
                 #expect(result.stderr.contains("--max-mag"))
                 let box = try await quakectl(["list", "--box", "10,0,0", "--socket", daemon.socketPath])
                 #expect(box.status == 64 && box.stderr.contains("--box"))
+            }
+        }
+
+        @Test func listTakesAPolygonRegionFromAGeoJSONFile() async throws {
+            try await withQuaked(feeds: [TestFeeds.week]) { daemon in
+                // The Aleutian arc, a ring that crosses the antimeridian (172 E to 160 W).
+                let geojson = #"""
+                {"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"name": "Aleutians"},
+                  "geometry": {"type": "Polygon", "coordinates": [[[172, 50], [-160, 52], [-160, 56], [172, 54], [172, 50]]]}}]}
+                """#
+                let file = daemon.directory.appendingPathComponent("aleutians.geojson")
+                try geojson.write(to: file, atomically: true, encoding: .utf8)
+                let region = try GeoJSONRegion.parse(Data(geojson.utf8))
+                let expected = try Self.filtered(daemon, QuakeFilter(region: .polygons(region)))
+                #expect(!expected.isEmpty, "the fixture has no quake in the Aleutians")
+                for argument in [file.path, geojson] {
+                    let list = try await quakectl(
+                        ["list", "--json", "--limit", "100000", "--region", argument, "--socket", daemon.socketPath])
+                    #expect(list.status == 0, "\(list.stderr)")
+                    let reply = try IOQuaked.Query.Reply.decode(json: Array(list.stdout.utf8))
+                    #expect(byID(reply.quakes) == expected)
+                }
+                // Bad input names the flag and the file, and says what is wrong.
+                let point = daemon.directory.appendingPathComponent("point.geojson")
+                try #"{"type": "Point", "coordinates": [0, 0]}"#.write(to: point, atomically: true, encoding: .utf8)
+                let refused = try await quakectl(["list", "--region", point.path, "--socket", daemon.socketPath])
+                #expect(refused.status == 64)
+                #expect(refused.stderr.contains("--region \(point.path)") && refused.stderr.contains("no area"), "\(refused.stderr)")
+                let missing = try await quakectl(["list", "--region", "/nonexistent.geojson", "--socket", daemon.socketPath])
+                #expect(missing.status == 64 && missing.stderr.contains("cannot read"), "\(missing.stderr)")
+                let open = try await quakectl(
+                    ["list", "--region", #"{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1]]]}"#, "--socket", daemon.socketPath])
+                #expect(open.status == 64 && open.stderr.contains("not closed"), "\(open.stderr)")
+                let both = try await quakectl(["list", "--region", file.path, "--box", "0,0,1,1", "--socket", daemon.socketPath])
+                #expect(both.status == 64 && both.stderr.contains("--region cannot be combined"), "\(both.stderr)")
             }
         }
 

@@ -29,6 +29,12 @@ public struct FilterOptions: ParsableArguments, Sendable {
     public var box: String?
 
     @Option(
+        help: ArgumentHelp(
+            "Only earthquakes inside the polygons of this GeoJSON file (a Polygon, MultiPolygon, Feature or FeatureCollection), edges included; or the GeoJSON itself, starting with {.",
+            valueName: "file.geojson"))
+    public var region: String?
+
+    @Option(
         name: .customLong("type"),
         help: ArgumentHelp(
             "Only events of this type (earthquake, quarry blast, explosion, ...); repeat for several.",
@@ -82,6 +88,12 @@ public struct FilterOptions: ParsableArguments, Sendable {
             }
             filter.region = .box(minLat: minLat, maxLat: maxLat, minLon: minLon, maxLon: maxLon)
         }
+        if let region {
+            guard near == nil && box == nil else {
+                throw ValidationError("--region cannot be combined with --near or --box; give one region.")
+            }
+            filter.region = .polygons(try Self.polygons(region))
+        }
         let types = types.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if !types.isEmpty { filter.types = Array(Set(types)).sorted() }
         if let alert {
@@ -106,6 +118,31 @@ public struct FilterOptions: ParsableArguments, Sendable {
         return filter.isEmpty ? nil : IOQuaked.Filter(filter)
     }
 
+    /// The polygons of `--region`: a GeoJSON file, or GeoJSON given inline; validated, so that a
+    /// problem names the flag, the file and the ring.
+    static func polygons(_ argument: String) throws -> PolygonRegion {
+        let inline = argument.drop { $0.isWhitespace }.first == "{"
+        let name = inline ? "--region" : "--region \(argument)"
+        let data: Data
+        if inline {
+            data = Data(argument.utf8)
+        } else {
+            guard let read = FileManager.default.contents(atPath: argument) else {
+                throw ValidationError("\(name): cannot read the file.")
+            }
+            data = read
+        }
+        do {
+            let region = try GeoJSONRegion.parse(data)
+            try region.validate()
+            return region
+        } catch let problem as GeoJSONRegion.Problem {
+            throw ValidationError("\(name): \(problem).")
+        } catch let problem as PolygonRegion.Problem {
+            throw ValidationError("\(name): \(problem).")
+        }
+    }
+
     /// The flag that sets a filter field.
     static func flag(for field: String) -> String {
         switch field {
@@ -113,6 +150,7 @@ public struct FilterOptions: ParsableArguments, Sendable {
         case "maxMagnitude": "--max-mag"
         case let f where f.hasPrefix("near."): f == "near.radiusKm" ? "--radius" : "--near"
         case let f where f.hasPrefix("box"): "--box"
+        case let f where f.hasPrefix("polygons"): "--region"
         case "types": "--type"
         case "minSignificance": "--min-sig"
         default: "--" + field
