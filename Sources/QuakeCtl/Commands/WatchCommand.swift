@@ -28,6 +28,13 @@ public struct WatchCommand: AsyncParsableCommand {
             Each change is printed, then committed to the cache: on SIGTERM, SIGINT or SIGHUP the \
             change in hand is finished, printed and committed, and watch exits 0. A crash between \
             the two prints that change again on the next run, never not at all.
+
+            Revision rules choose the updates worth printing and running --exec for: \
+            --on-change lists the fields whose change counts (status counts automatic to \
+            reviewed), --min-mag-change and --min-move-km set how far the magnitude and the \
+            epicentre must move. Without --on-change, the thresholds given name the fields. \
+            Updates that do not qualify still reach the cache; inserts, enters, leaves and \
+            deletes always print.
             """)
 
     @OptionGroup public var options: ClientOptions
@@ -36,6 +43,8 @@ public struct WatchCommand: AsyncParsableCommand {
     public var cache: String?
 
     @OptionGroup(title: "Filters") public var filters: FilterOptions
+
+    @OptionGroup(title: "Revision rules") public var revisions: RevisionOptions
 
     @Option(
         help: ArgumentHelp(
@@ -65,6 +74,7 @@ public struct WatchCommand: AsyncParsableCommand {
 
     public func validate() throws {
         _ = try filters.filter(sinceIsFilter: filters.since != "now")
+        _ = try revisions.rules()
         if let last, last < 0 { throw ValidationError("--last must not be negative.") }
         guard DurationArgument.parse(execTimeout) != nil else {
             throw ValidationError("--exec-timeout takes a duration: 250ms, 30s, 5m or 1h.")
@@ -100,7 +110,7 @@ public struct WatchCommand: AsyncParsableCommand {
                 command: $0, timeout: DurationArgument.parse(execTimeout)!, stop: stop, clientName: name,
                 endpoint: watchOptions.endpoint, cache: cache)
         }
-        let printer = WatchPrinter(style: options.style, delivery: delivery)
+        let printer = WatchPrinter(style: options.style, delivery: delivery, rules: try revisions.rules())
         let watcher = Watcher(options: watchOptions, cache: cache)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -125,6 +135,15 @@ struct WatchPrinter: Sendable {
     let style: OutputStyle
     /// `--exec`: run for each change printed, after it is printed.
     var delivery: ExecDelivery? = nil
+    /// `--on-change`, `--min-mag-change`, `--min-move-km`: the updates printed and run for.
+    var rules: RevisionRules? = nil
+
+    /// The changes of a transaction that are delivered: all, or the updates the rules pass and
+    /// every other kind.
+    func delivered(_ transaction: IOQuaked.Transaction, before: [String: IOQuaked.Quake]) -> [IOQuaked.Change] {
+        guard let rules else { return transaction.changes }
+        return transaction.changes.filter { rules.delivers($0, before: before[$0.quakeId]) }
+    }
 
     /// Prints the event, then runs `--exec`'s command for each change in it (not for the backlog
     /// of `--since now`), returning once every run exited 0.
@@ -132,7 +151,7 @@ struct WatchPrinter: Sendable {
         print(event)
         guard let delivery, case .applied(let transaction, let storeId, let before, let isBacklog) = event, !isBacklog
         else { return }
-        for change in transaction.changes {
+        for change in delivered(transaction, before: before) {
             let line = JSONText.encode(
                 WatchLine(
                     event: "change", storeId: storeId, token: transaction.token, author: transaction.author.rawValue,
@@ -161,7 +180,7 @@ struct WatchPrinter: Sendable {
         case .applied(let transaction, let storeId, let before, let isBacklog):
             guard !isBacklog else { return }
             var text = ""
-            for change in transaction.changes {
+            for change in delivered(transaction, before: before) {
                 if style.json {
                     text +=
                         JSONText.encode(
