@@ -44,7 +44,7 @@ public struct WatchCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Filters") public var filters: FilterOptions
 
-    @OptionGroup(title: "Revision rules") public var revisions: RevisionOptions
+    @OptionGroup public var revisions: RevisionOptions
 
     @Option(
         help: ArgumentHelp(
