@@ -71,10 +71,12 @@ import Testing
 
         var optionsByCommand: [String: [String]] = [:]
         var filterFlags = Set<String>()
+        var displayFlags = Set<String>()
         for command in commands {
             let help = try await Self.help(quakectl, [command])
             optionsByCommand[command] = HelpText.options(in: help)
             filterFlags.formUnion(HelpText.options(in: help, section: "FILTERS"))
+            displayFlags.formUnion(HelpText.options(in: help, section: "DISPLAY"))
         }
         // The filter flags, shared by list, export and watch, are documented once, under FILTERS.
         #expect(filterFlags.contains("--min-mag") && filterFlags.contains("--box"))
@@ -84,6 +86,15 @@ import Testing
         }
         for flag in filterItems {
             #expect(filterFlags.contains(flag), "quakectl.1 FILTERS documents \(flag), which no command takes")
+        }
+        // So are the display flags (--tz, --units) of list, show, watch, history and status, under DISPLAY.
+        #expect(displayFlags.contains("--tz") && displayFlags.contains("--units"))
+        let displayItems = Mdoc.itemFlags(in: Mdoc.section("DISPLAY", of: page))
+        for flag in displayFlags.sorted() {
+            #expect(displayItems.contains(flag), "quakectl.1 DISPLAY has no item `.It Fl \(flag.dropFirst())`")
+        }
+        for flag in displayItems {
+            #expect(displayFlags.contains(flag), "quakectl.1 DISPLAY documents \(flag), which no command takes")
         }
         // Options every command takes (--socket, --json, ...) are documented once, under OPTIONS;
         // `bridge`, which only carries bytes, takes --socket alone and documents it under itself.

@@ -24,6 +24,8 @@ struct ExecDelivery: Sendable {
     /// Where quaked is (a socket, or ssh to another host).
     let endpoint: QuakedEndpoint
     let cache: QuakeCache
+    /// `--tz` (default the local zone): the zone of `QUAKE_TIME_LOCAL`.
+    var timeZone: TimeZone = .current
     var initialBackoff: Duration = .seconds(1)
     var maxBackoff: Duration = .seconds(300)
 
@@ -37,7 +39,8 @@ struct ExecDelivery: Sendable {
     func deliver(_ change: IOQuaked.Change, line: String, token: Int, storeId: String, before: IOQuaked.Quake?)
         async throws
     {
-        let environment = Self.environment(change, token: token, storeId: storeId, before: before)
+        let environment = Self.environment(
+            change, token: token, storeId: storeId, before: before, timeZone: timeZone)
         var backoff = initialBackoff
         var attempt = 1
         while true {
@@ -121,9 +124,12 @@ struct ExecDelivery: Sendable {
 
     /// CMD's environment: the change's values (what an update, enter or leave changed a field to;
     /// else the quake as stored now, its tombstone, or the cache's row), the token and the store.
-    /// A value the change does not have is empty.
-    static func environment(_ change: IOQuaked.Change, token: Int, storeId: String, before: IOQuaked.Quake?)
-        -> [Environment.Key: String?]
+    /// A value the change does not have is empty. `QUAKE_TIME` is UTC, `QUAKE_TIME_LOCAL` the same
+    /// instant in `timeZone` (`--tz`) with its offset; `QUAKE_DEPTH` is in kilometres whatever
+    /// `--units` says, and `QUAKE_PLACE` is the place as stored.
+    static func environment(
+        _ change: IOQuaked.Change, token: Int, storeId: String, before: IOQuaked.Quake?, timeZone: TimeZone = .current
+    ) -> [Environment.Key: String?]
     {
         let q = change.quake ?? before
         let t = change.tombstone
@@ -147,6 +153,7 @@ struct ExecDelivery: Sendable {
             "QUAKE_MAG": number("mag", q?.mag ?? t?.mag),
             "QUAKE_PLACE": text("place", q?.place ?? t?.place),
             "QUAKE_TIME": time.map(Self.iso8601) ?? "",
+            "QUAKE_TIME_LOCAL": time.map { Formatting.iso8601Local($0, timeZone: timeZone) } ?? "",
             "QUAKE_LAT": number("lat", q?.lat ?? t?.lat),
             "QUAKE_LON": number("lon", q?.lon ?? t?.lon),
             "QUAKE_DEPTH": number("depth", q?.depth ?? t?.depth),

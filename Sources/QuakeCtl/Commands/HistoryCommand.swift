@@ -12,6 +12,8 @@ public struct HistoryCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
+    @OptionGroup(title: "Display") public var display: DisplayOptions
+
     @Option(help: ArgumentHelp("Start after this token (default: the oldest token still kept).", valueName: "token"))
     public var after: Int?
 
@@ -29,7 +31,7 @@ public struct HistoryCommand: AsyncParsableCommand {
     }
 
     public func run() async throws {
-        let style = options.style
+        let style = try display.apply(to: options.style)
         try await options.withConnection { connection in
             var token: Int
             var storeId: String?

@@ -15,6 +15,8 @@ public struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Filters") public var filters: FilterOptions
 
+    @OptionGroup(title: "Display") public var display: DisplayOptions
+
     @Option(help: ArgumentHelp("Show at most this many.", valueName: "n"))
     public var limit: Int?
 
@@ -40,7 +42,7 @@ public struct ListCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let filter = try filters.filter()
-        let style = options.style
+        let style = try display.apply(to: options.style)
         let quakes: [IOQuaked.Quake]
         let total: Int
         let token: Int

@@ -12,6 +12,8 @@ public struct ShowCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
+    @OptionGroup(title: "Display") public var display: DisplayOptions
+
     @Argument(help: ArgumentHelp("The earthquake's id, e.g. us7000abcd.", valueName: "id"))
     public var id: String
 
@@ -19,7 +21,7 @@ public struct ShowCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let quake = try await options.withConnection { try await $0.get(id: id) }
-        let style = options.style
+        let style = try display.apply(to: options.style)
         if style.json {
             Console.line(JSONText.encode(quake))
         } else {
@@ -40,9 +42,12 @@ public struct ShowCommand: AsyncParsableCommand {
             case .integer(let ms) where name == "time" || name == "updated":
                 shown = "\(Formatting.absolute(ms, timeZone: style.timeZone)) (\(Formatting.relative(ms, now: now)))"
             case .integer(let n): shown = String(n)
+            case .real(let d) where name == "depth":
+                shown = Formatting.distance(kilometres: d, style.units, decimals: 3)
             case .real(let d) where name == "mag":
                 shown = style.paint(d.description, Formatting.magnitudeColor(d))
             case .real(let d): shown = d.description
+            case .text(let s) where name == "place": shown = Formatting.place(s, style.units)
             case .text(let s): shown = s
             }
             text += "  " + style.dim(Formatting.fit(name, width)) + "  " + shown + "\n"

@@ -11,6 +11,8 @@ public struct StatusCommand: AsyncParsableCommand {
 
     @OptionGroup public var options: ClientOptions
 
+    @OptionGroup(title: "Display") public var display: TimeZoneOptions
+
     public init() {}
 
     public func run() async throws {
@@ -18,7 +20,7 @@ public struct StatusCommand: AsyncParsableCommand {
         if options.json {
             Console.line(JSONText.encode(status))
         } else {
-            Console.out(Self.text(status, options.style))
+            Console.out(Self.text(status, try display.apply(to: options.style)))
         }
     }
 

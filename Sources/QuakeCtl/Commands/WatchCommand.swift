@@ -46,6 +46,8 @@ public struct WatchCommand: AsyncParsableCommand {
 
     @OptionGroup public var revisions: RevisionOptions
 
+    @OptionGroup(title: "Display") public var display: DisplayOptions
+
     @Option(
         help: ArgumentHelp(
             "First print the newest N matching quakes of the cache, like tail -f.", valueName: "n"))
@@ -105,12 +107,13 @@ public struct WatchCommand: AsyncParsableCommand {
         let stop = WatchStop()
         // The stop signals are the watch's own (below); a stop ends the ssh children of --host.
         SSHChildren.leaveSignalsToTheProgram()
+        let style = try display.apply(to: options.style)
         let delivery = exec.map {
             ExecDelivery(
                 command: $0, timeout: DurationArgument.parse(execTimeout)!, stop: stop, clientName: name,
-                endpoint: watchOptions.endpoint, cache: cache)
+                endpoint: watchOptions.endpoint, cache: cache, timeZone: style.timeZone)
         }
-        let printer = WatchPrinter(style: options.style, delivery: delivery, rules: try revisions.rules())
+        let printer = WatchPrinter(style: style, delivery: delivery, rules: try revisions.rules())
         let watcher = Watcher(options: watchOptions, cache: cache)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

@@ -5,7 +5,7 @@ import Varlink
 
 /// History changes as lines: `new`, `updated` (with what changed), `removed` (with why), and for
 /// a filtered watch `enter` (a stored quake now matches) and `leave` (it no longer does, with what
-/// changed).
+/// changed). Times are in the style's zone, depths and places' distances in its unit.
 public enum ChangeText {
     /// The width of the place column in change lines.
     static let placeWidth = 36
@@ -84,6 +84,10 @@ public enum ChangeText {
                 parts.append("M \(magText(f.old))→\(magText(f.new))")
             case "time":
                 parts.append("time \(timeText(f.old, style))→\(timeText(f.new, style))")
+            case "depth":
+                parts.append("depth \(depthText(f.old, style))→\(depthText(f.new, style))")
+            case "place":
+                parts.append("place \(placeText(f.old, style))→\(placeText(f.new, style))")
             default:
                 parts.append("\(f.field) \(valueText(f.old))→\(valueText(f.new))")
             }
@@ -103,6 +107,14 @@ public enum ChangeText {
 
     static func timeText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {
         value?.int.map { Formatting.absolute($0, timeZone: style.timeZone) } ?? "–"
+    }
+
+    static func depthText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {
+        value?.number.map { Formatting.distance(kilometres: $0, style.units) } ?? "–"
+    }
+
+    static func placeText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {
+        valueText(value?.string.map { IOQuaked.FieldValue(string: Formatting.place($0, style.units)) } ?? value)
     }
 
     static func valueText(_ value: IOQuaked.FieldValue?) -> String {

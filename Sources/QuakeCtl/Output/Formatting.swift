@@ -47,19 +47,84 @@ public enum Formatting {
         return seconds < 0 ? "\(amount) ago" : "in \(amount)"
     }
 
-    /// `2025-11-22 02:57:00 UTC` in `timeZone`.
+    /// `2025-11-22 02:57:00 UTC` in UTC; in another zone the local time and the zone's offset
+    /// from UTC then, `2025-11-22 11:57:00 +09:00` (abbreviations are often missing or ambiguous;
+    /// an offset is neither). An offset that is not whole minutes (local mean time, before about
+    /// 1900) shows its seconds.
     public static func absolute(_ ms: Int, timeZone: TimeZone = .current) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let date = Date(timeIntervalSince1970: Double(ms) / 1000)
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        let zone =
-            timeZone.secondsFromGMT(for: date) == 0
-                && ["UTC", "GMT", "Etc/UTC", "Etc/GMT"].contains(timeZone.identifier)
-            ? "UTC" : timeZone.abbreviation(for: date) ?? timeZone.identifier
+        let (c, offset) = localParts(ms, timeZone)
+        let zone = offset == 0 && isUTC(timeZone) ? "UTC" : offsetText(offset)
         return String(
             format: "%04d-%02d-%02d %02d:%02d:%02d %@", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
             c.minute ?? 0, c.second ?? 0, zone)
+    }
+
+    /// The width of ``absolute(_:timeZone:)``'s text in `timeZone` (for a column).
+    public static func absoluteWidth(_ timeZone: TimeZone) -> Int { isUTC(timeZone) ? 23 : 26 }
+
+    /// ISO 8601 with milliseconds and the zone's offset then: `2026-11-24T07:10:05.123+09:00`
+    /// (`+00:00` in UTC).
+    public static func iso8601Local(_ ms: Int, timeZone: TimeZone) -> String {
+        let (c, offset) = localParts(ms, timeZone)
+        let millis = ((ms % 1000) + 1000) % 1000
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03d", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
+            c.minute ?? 0, c.second ?? 0, millis) + offsetText(offset)
+    }
+
+    /// The calendar fields of `ms` in `timeZone` (to the second, rounded down) and the zone's
+    /// offset from UTC then, in seconds.
+    static func localParts(_ ms: Int, _ timeZone: TimeZone) -> (DateComponents, Int) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let seconds = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000)
+        let date = Date(timeIntervalSince1970: Double(seconds))
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        return (c, timeZone.secondsFromGMT(for: date))
+    }
+
+    /// `+09:00`, `-03:30`, `+00:00`; `+00:53:28` when the offset has seconds.
+    static func offsetText(_ seconds: Int) -> String {
+        let magnitude = abs(seconds)
+        var text = (seconds < 0 ? "-" : "+") + String(format: "%02d:%02d", magnitude / 3600, magnitude / 60 % 60)
+        if magnitude % 60 != 0 { text += String(format: ":%02d", magnitude % 60) }
+        return text
+    }
+
+    /// Zones that are UTC by name: their times read `UTC`, not `+00:00`.
+    static func isUTC(_ timeZone: TimeZone) -> Bool {
+        utcNames.contains(timeZone.identifier) && timeZone.secondsFromGMT() == 0
+    }
+
+    static let utcNames: Set<String> = [
+        "UTC", "GMT", "Etc/UTC", "Etc/GMT", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu",
+        "Etc/GMT0", "Etc/GMT+0", "Etc/GMT-0", "GMT0", "GMT+0", "GMT-0", "Etc/Greenwich", "Greenwich",
+    ]
+
+    /// A depth or distance given in kilometres, in `unit` with at most `decimals` decimals
+    /// (trailing zeros dropped): `10.5 km`, `6.52 mi`.
+    public static func distance(kilometres: Double, _ unit: DistanceUnit, decimals: Int = 2) -> String {
+        let value = unit.value(kilometres: kilometres)
+        var text = String(format: "%.\(decimals)f", value)
+        if text.contains(".") {
+            while text.hasSuffix("0") { text.removeLast() }
+            if text.hasSuffix(".") { text.removeLast() }
+        }
+        if text == "-0" { text = "0" }
+        return "\(text) \(unit.rawValue)"
+    }
+
+    /// A USGS place in `unit`: its leading distance (`8km W of Templeton, California`,
+    /// `12 km NE of ...`) converted, rounded to whole units as the feed gives it
+    /// (`5 mi W of Templeton, California`); other places, and all places in km, unchanged.
+    public static func place(_ place: String, _ unit: DistanceUnit) -> String {
+        guard unit != .km else { return place }
+        let digits = place.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+        guard !digits.isEmpty, let km = Double(digits) else { return place }
+        var rest = place.dropFirst(digits.count)
+        if rest.hasPrefix(" ") { rest = rest.dropFirst() }
+        guard rest.hasPrefix("km "), km.isFinite else { return place }
+        return distance(kilometres: km, unit, decimals: 0) + rest.dropFirst(2)
     }
 
     /// A time as the style wants it.
@@ -118,8 +183,9 @@ public enum Formatting {
         now: Date = Date()
     ) -> String {
         let when = Formatting.time(time, style, now: now)
-        return "\(magnitudeColumn(mag, style))  \(fit(place ?? "(unknown place)", placeWidth))  "
-            + "\(fit(when, style.absoluteTimes ? 23 : 16))  \(style.dim(id))"
+        let shownPlace = place.map { Formatting.place($0, style.units) } ?? "(unknown place)"
+        return "\(magnitudeColumn(mag, style))  \(fit(shownPlace, placeWidth))  "
+            + "\(fit(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16))  \(style.dim(id))"
     }
 
     /// A width for the place column that suits these places (between 12 and 48 characters).

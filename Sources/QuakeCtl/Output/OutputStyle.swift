@@ -8,7 +8,8 @@ import Foundation
     import Darwin
 #endif
 
-/// How quakectl prints: JSON or text, colours or not, relative or absolute times.
+/// How quakectl prints: JSON or text, colours or not, relative or absolute times, in which time
+/// zone and unit (text only: JSON is always UTC and kilometres).
 public struct OutputStyle: Sendable {
     public var json: Bool
     /// ANSI colours: only on a terminal, never with `NO_COLOR` set (https://no-color.org) or
@@ -17,17 +18,21 @@ public struct OutputStyle: Sendable {
     public var absoluteTimes: Bool
     /// Progress lines on stderr: only when stderr is a terminal and the output is not JSON.
     public var progress: Bool
+    /// The zone of absolute times in text (`--tz`).
     public var timeZone: TimeZone
+    /// The unit of depths and distances in text (`--units`).
+    public var units: DistanceUnit
 
     public init(
         json: Bool = false, colors: Bool = false, absoluteTimes: Bool = false, progress: Bool = false,
-        timeZone: TimeZone = .current
+        timeZone: TimeZone = .current, units: DistanceUnit = .km
     ) {
         self.json = json
         self.colors = colors
         self.absoluteTimes = absoluteTimes
         self.progress = progress
         self.timeZone = timeZone
+        self.units = units
     }
 
     public static func detect(
