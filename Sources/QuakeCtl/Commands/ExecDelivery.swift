@@ -169,9 +169,11 @@ struct ExecDelivery: Sendable {
     }
 
     /// `2025-11-22T10:00:00.123Z`.
+    /// UTC, with milliseconds, from the integer milliseconds: through Date's binary seconds,
+    /// 11.100 printed as 11.099.
     static func iso8601(_ milliseconds: Int) -> String {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let utc = Formatting.iso8601Local(milliseconds, timeZone: TimeZone(secondsFromGMT: 0)!)
+        return utc.hasSuffix("+00:00") ? utc.dropLast(6) + "Z" : utc
     }
 
     static func seconds(_ duration: Duration) -> String {

@@ -32,7 +32,9 @@ public enum TimeZoneArgument {
     /// The zone `name` names, or nil.
     public static func parse(_ name: String) -> TimeZone? {
         if name == "UTC" || name == "GMT" { return TimeZone(identifier: name) ?? TimeZone(secondsFromGMT: 0) }
-        guard name.contains("/"), knownIdentifiers.contains(name) else { return nil }
+        // Area/Location names from the zone database; the Etc/ ones (Etc/GMT-9) are not all
+        // in Foundation's list on Linux, though the database has them.
+        guard name.contains("/"), knownIdentifiers.contains(name) || name.hasPrefix("Etc/") else { return nil }
         return TimeZone(identifier: name)
     }
 
