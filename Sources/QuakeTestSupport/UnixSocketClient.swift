@@ -33,13 +33,17 @@ public final class UnixSocketClient: @unchecked Sendable {
             }
         }
         guard result == 0 else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw Failure(description: "connect \(path): \(message)")
+            // No close here: a class whose stored properties are all set runs its deinit when
+            // its init throws, and that closes the socket. Closing it here as well closed the
+            // descriptor twice; between the two, another thread's open could take the number,
+            // so the second close closed another test's file (quaked's start polls this in a
+            // loop: the intermittent "disk I/O error" and "no such table" of other suites).
+            throw Failure(description: "connect \(path): \(String(cString: strerror(errno)))")
         }
     }
 
-    deinit { close(fd) }
+    /// The one place the socket is closed, also when init threw after making it.
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Whether something accepts connections on `path` now.
     public static func canConnect(_ path: String) -> Bool {
