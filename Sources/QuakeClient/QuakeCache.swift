@@ -23,7 +23,7 @@ public struct QuakeCache: Sendable {
     }
 
     public let path: String
-    private let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
 
     /// Opens (creating the file and its directory when missing) the cache at `path`.
     public init(path: String) throws {
@@ -88,6 +88,23 @@ public struct QuakeCache: Sendable {
             // The filter the cache holds the quakes of (its canonical JSON), NULL for all of them.
             try db.execute(sql: "ALTER TABLE position ADD COLUMN filter TEXT")
         }
+        migrator.registerMigration("v3-outbox") { db in
+            // `watch --exec` with --batch or --quiet-hours: the changes whose command has not yet
+            // run (exited 0), queued in the transaction that applies them (see ``OutboxEntry``).
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox (
+                      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                      storeId TEXT NOT NULL,
+                      token INTEGER NOT NULL,
+                      queuedAt INTEGER NOT NULL,
+                      held INTEGER NOT NULL CHECK (held IN (0, 1)),
+                      mag REAL,
+                      line TEXT NOT NULL,
+                      environment TEXT NOT NULL CHECK (json_valid(environment))
+                    )
+                    """)
+        }
         return migrator
     }
 
@@ -130,12 +147,18 @@ public struct QuakeCache: Sendable {
     ///
     /// `watch` first delivers a transaction (prints it, runs its command), then applies it: a stop
     /// between the two delivers it again on the next run, never not at all.
+    ///
+    /// `outbox`: changes whose command runs later (`--batch`, `--quiet-hours`), queued in the same
+    /// SQLite transaction, so a change is queued exactly when it is applied.
     @discardableResult
-    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date()) throws -> Bool {
+    public func apply(
+        _ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date(), outbox: [OutboxEntry] = []
+    ) throws -> Bool {
         try writer.write { db in
             guard let position = try Self.position(db), position.storeId == storeId,
                 position.token < transaction.token
             else { return false }
+            try Self.enqueue(db, outbox)
             var upsert = try Upsert(db, table: "quakes")
             let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
             for change in transaction.changes {

@@ -78,6 +78,8 @@ public struct Watcher: Sendable {
         public var filter: IOQuaked.Filter?
         /// Report the newest this many quakes once, when the watch starts (``WatchEvent/recent(_:)``).
         public var lastCount: Int?
+        /// Changes to queue in the cache's outbox with each applied transaction (``Outbox``).
+        public var outbox: Outbox?
 
         public init(endpoint: QuakedEndpoint) {
             self.endpoint = endpoint
@@ -89,6 +91,24 @@ public struct Watcher: Sendable {
     }
 
     public typealias Handler = @Sendable (WatchEvent) async throws -> Void
+
+    /// `watch --exec` with `--batch` or `--quiet-hours`: after a transaction is reported, the
+    /// entries `entries` makes of it are queued in the cache's outbox in the SQLite transaction
+    /// that applies it; then `queued` is called when there were any.
+    public struct Outbox: Sendable {
+        public var entries:
+            @Sendable (_ transaction: IOQuaked.Transaction, _ storeId: String, _ before: [String: IOQuaked.Quake], _ isBacklog: Bool)
+                -> [OutboxEntry]
+        public var queued: @Sendable () -> Void
+
+        public init(
+            entries: @escaping @Sendable (IOQuaked.Transaction, String, [String: IOQuaked.Quake], Bool) -> [OutboxEntry],
+            queued: @escaping @Sendable () -> Void
+        ) {
+            self.entries = entries
+            self.queued = queued
+        }
+    }
 
     public let options: Options
     public let cache: QuakeCache
@@ -321,6 +341,7 @@ public struct Watcher: Sendable {
             let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
             let storeId = page.storeId
             let handle = context.handle
+            let outbox = options.outbox
             // Unstructured on purpose: cancelling the watch does not reach into a delivery.
             let delivery = Task {
                 do {
@@ -328,7 +349,9 @@ public struct Watcher: Sendable {
                 } catch {
                     throw HandlerError(underlying: error)
                 }
-                try cache.apply(transaction, storeId: storeId)
+                let queued = outbox?.entries(transaction, storeId, before, backlog) ?? []
+                try cache.apply(transaction, storeId: storeId, outbox: queued)
+                if !queued.isEmpty { outbox?.queued() }
             }
             try await delivery.value
         }
