@@ -39,22 +39,58 @@ struct ExecDelivery: Sendable {
     func deliver(_ change: IOQuaked.Change, line: String, token: Int, storeId: String, before: IOQuaked.Quake?)
         async throws
     {
-        let environment = Self.environment(
-            change, token: token, storeId: storeId, before: before, timeZone: timeZone)
+        var values = Self.values(change, token: token, storeId: storeId, before: before, timeZone: timeZone)
+        values["QUAKED_DELIVERY"] = OutboxPlan.Kind.change.rawValue
+        values["QUAKED_COUNT"] = "1"
+        try await deliver(
+            stdin: line + "\n", environment: values, what: "\(change.kind.rawValue) \(change.quakeId) at token \(token)")
+    }
+
+    /// Delivers changes from the outbox (`--batch`, `--quiet-hours`): one change as above, or a
+    /// batch or digest as one JSON array on stdin, with `QUAKED_DELIVERY`, `QUAKED_COUNT`,
+    /// `QUAKED_FIRST_TOKEN`, `QUAKED_TOKEN` (the last) and `QUAKED_STORE` (the `QUAKE_*`
+    /// variables are for single changes only).
+    func deliver(_ delivery: OutboxPlan.Delivery) async throws {
+        guard let first = delivery.entries.first, let last = delivery.entries.last else { return }
+        if delivery.kind == .change, delivery.entries.count == 1 {
+            var values = first.environment
+            values["QUAKED_DELIVERY"] = OutboxPlan.Kind.change.rawValue
+            values["QUAKED_COUNT"] = "1"
+            let what = "\(values["QUAKE_KIND"] ?? "change") \(values["QUAKE_ID"] ?? "") at token \(first.token)"
+            try await deliver(stdin: first.line + "\n", environment: values, what: what)
+            return
+        }
+        let values = [
+            "QUAKED_DELIVERY": delivery.kind.rawValue,
+            "QUAKED_COUNT": String(delivery.entries.count),
+            "QUAKED_FIRST_TOKEN": String(first.token),
+            "QUAKED_TOKEN": String(last.token),
+            "QUAKED_STORE": last.storeId,
+        ]
+        let stdin = "[\n" + delivery.entries.map(\.line).joined(separator: ",\n") + "\n]\n"
+        let count = delivery.entries.count
+        let what =
+            "the \(delivery.kind.rawValue) of \(count) change\(count == 1 ? "" : "s") (tokens \(first.token) to \(last.token))"
+        try await deliver(stdin: stdin, environment: values, what: what)
+    }
+
+    /// Runs CMD with `stdin` and the variables until it exits 0, reporting failures (`what` says
+    /// what was being delivered).
+    private func deliver(stdin: String, environment values: [String: String], what: String) async throws {
+        var environment: [Environment.Key: String?] = [:]
+        for (key, value) in values { environment[Environment.Key(stringLiteral: key)] = value }
         var backoff = initialBackoff
         var attempt = 1
         while true {
             do {
-                try await runOnce(stdin: Array((line + "\n").utf8), environment: environment)
+                try await runOnce(stdin: Array(stdin.utf8), environment: environment)
                 if attempt > 1, let clientName {
                     // Delivered after failing: clear the error quaked shows.
                     await report(clientName, nil)
                 }
                 return
             } catch let failure as RunFailure {
-                let message =
-                    "--exec failed for \(change.kind.rawValue) \(change.quakeId) at token \(token) "
-                    + "(attempt \(attempt)): \(failure)"
+                let message = "--exec failed for \(what) (attempt \(attempt)): \(failure)"
                 Console.err("quakectl: \(message); retrying in \(Self.seconds(backoff)).\n")
                 if let clientName { await report(clientName, message) }
             }
@@ -127,9 +163,9 @@ struct ExecDelivery: Sendable {
     /// A value the change does not have is empty. `QUAKE_TIME` is UTC, `QUAKE_TIME_LOCAL` the same
     /// instant in `timeZone` (`--tz`) with its offset; `QUAKE_DEPTH` is in kilometres whatever
     /// `--units` says, and `QUAKE_PLACE` is the place as stored.
-    static func environment(
+    static func values(
         _ change: IOQuaked.Change, token: Int, storeId: String, before: IOQuaked.Quake?, timeZone: TimeZone = .current
-    ) -> [Environment.Key: String?]
+    ) -> [String: String]
     {
         let q = change.quake ?? before
         let t = change.tombstone
@@ -147,7 +183,7 @@ struct ExecDelivery: Sendable {
         }
         let time: Int? = new("time").map { $0?.int } ?? (q?.time ?? t?.time)
         let tsunami: Int? = new("tsunami").map { $0?.int } ?? (q?.tsunami ?? t?.tsunami)
-        let values: [String: String] = [
+        return [
             "QUAKE_ID": change.quakeId,
             "QUAKE_KIND": change.kind.rawValue,
             "QUAKE_MAG": number("mag", q?.mag ?? t?.mag),
@@ -163,9 +199,6 @@ struct ExecDelivery: Sendable {
             "QUAKED_TOKEN": String(token),
             "QUAKED_STORE": storeId,
         ]
-        var environment: [Environment.Key: String?] = [:]
-        for (key, value) in values { environment[Environment.Key(stringLiteral: key)] = value }
-        return environment
     }
 
     /// `2025-11-22T10:00:00.123Z`.

@@ -35,6 +35,17 @@ public struct WatchCommand: AsyncParsableCommand {
             epicentre must move. Without --on-change, the thresholds given name the fields. \
             Updates that do not qualify still reach the cache; inserts, enters, leaves and \
             deletes always print.
+
+            --batch and --quiet-hours change when --exec's command runs, not what is printed. \
+            Each change for the command is queued in the cache in the transaction that applies \
+            it, and leaves the queue when a run that got it exits 0: delivery is at least once, \
+            across stops, crashes and reboots. --batch 5m runs the command once per window, \
+            opened by the first change queued, with all of the window's changes as one JSON \
+            array on stdin. In --quiet-hours (by the --tz clock) changes are held, except quakes \
+            of at least --quiet-min-mag; when the hours end, the command runs once on all of \
+            them, a digest. A window or quiet hours that ended while watch was stopped are \
+            delivered when it starts again; a run that was going on is finished first on a stop \
+            signal, and repeated after a crash.
             """)
 
     @OptionGroup public var options: ClientOptions
@@ -60,7 +71,7 @@ public struct WatchCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Run CMD with /bin/sh -c once for each change printed, the change as JSON on stdin; see the man page.",
+            "Run CMD with /bin/sh -c for each change printed (or per --batch), the change as JSON on stdin; see the man page.",
             valueName: "cmd"))
     public var exec: String?
 
@@ -68,6 +79,8 @@ public struct WatchCommand: AsyncParsableCommand {
         name: .customLong("exec-timeout"),
         help: ArgumentHelp("Stop a run of --exec's command after this long, and retry it (default 60s).", valueName: "duration"))
     public var execTimeout: String = "60s"
+
+    @OptionGroup public var digests: DigestOptions
 
     @Option(help: .hidden)
     public var heartbeat: Int = 30
@@ -85,6 +98,11 @@ public struct WatchCommand: AsyncParsableCommand {
             throw ValidationError("--exec needs a command.")
         }
         if heartbeat < 1 { throw ValidationError("--heartbeat must be at least 1 second.") }
+        _ = try digests.plan(timeZone: .current)
+        if exec == nil, digests.isSet {
+            let flag = digests.batch != nil ? "--batch" : digests.quietHours != nil ? "--quiet-hours" : "--quiet-min-mag"
+            throw ValidationError("\(flag) says when --exec's command runs: give --exec too.")
+        }
         if let name, name.isEmpty { throw ValidationError("--name must not be empty.") }
     }
 
@@ -113,14 +131,56 @@ public struct WatchCommand: AsyncParsableCommand {
                 command: $0, timeout: DurationArgument.parse(execTimeout)!, stop: stop, clientName: name,
                 endpoint: watchOptions.endpoint, cache: cache, timeZone: style.timeZone)
         }
-        let printer = WatchPrinter(style: style, delivery: delivery, rules: try revisions.rules())
+        let rules = try revisions.rules()
+        let plan = try digests.plan(timeZone: style.timeZone)
+        let clock = try DeliveryClock.fromEnvironment()
+        let doorbell = Doorbell()
+        // With --batch or --quiet-hours, changes go through the cache's outbox: the printer only
+        // prints, and the dispatcher runs the command when the plan says.
+        let printer = WatchPrinter(style: style, delivery: plan == nil ? delivery : nil, rules: rules)
+        if let plan {
+            watchOptions.outbox = Watcher.Outbox(
+                entries: { transaction, storeId, before, isBacklog in
+                    isBacklog ? [] : printer.outboxEntries(transaction, storeId: storeId, before: before, plan: plan, now: clock.now())
+                },
+                queued: { doorbell.ring() })
+        }
+        let queued = try cache.outboxCount()
+        if queued > 0 {
+            Console.err(
+                delivery == nil
+                    ? "quakectl: \(queued) change\(queued == 1 ? "" : "s") queued for --exec by an earlier watch wait in the cache; give --exec to deliver them.\n"
+                    : "quakectl: \(queued) change\(queued == 1 ? "" : "s") queued by an earlier watch wait in the cache; delivering them as --batch and --quiet-hours say.\n"
+            )
+        }
         let watcher = Watcher(options: watchOptions, cache: cache)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // SIGTERM, SIGINT and SIGHUP stop the watch once the change in hand is delivered.
                 for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup) {
                     await stop.request()
+                    doorbell.ring()
                     return
+                }
+            }
+            if let delivery, plan != nil || queued > 0 {
+                // Without --batch or --quiet-hours, what an earlier run queued is delivered first
+                // (a digest of what was held, then each change), then the watch goes on as usual.
+                let dispatcher = OutboxDispatcher(
+                    cache: cache, plan: plan ?? OutboxPlan(timeZone: style.timeZone), clock: clock)
+                if plan == nil {
+                    try await dispatcher.run(doorbell: doorbell, untilEmpty: true, stopped: { stop.isRequested }) {
+                        try await delivery.deliver($0)
+                    }
+                    if stop.isRequested { return }
+                } else {
+                    group.addTask {
+                        try await dispatcher.run(doorbell: doorbell, stopped: { stop.isRequested }) {
+                            try await delivery.deliver($0)
+                        }
+                        // Stopped: wait for the watch to end too (the group ends with the first).
+                        while !stop.isRequested, !Task.isCancelled { await doorbell.wait(upTo: .seconds(1)) }
+                    }
                 }
             }
             group.addTask {
@@ -146,6 +206,27 @@ struct WatchPrinter: Sendable {
     func delivered(_ transaction: IOQuaked.Transaction, before: [String: IOQuaked.Quake]) -> [IOQuaked.Change] {
         guard let rules else { return transaction.changes }
         return transaction.changes.filter { rules.delivers($0, before: before[$0.quakeId]) }
+    }
+
+    /// The outbox entries of a transaction (`--batch`, `--quiet-hours`): its delivered changes,
+    /// each as its JSON line and its `QUAKE_*` variables, held for the digest when the plan says.
+    func outboxEntries(
+        _ transaction: IOQuaked.Transaction, storeId: String, before: [String: IOQuaked.Quake], plan: OutboxPlan,
+        now: Int64
+    ) -> [OutboxEntry] {
+        delivered(transaction, before: before).map { change in
+            let line = JSONText.encode(
+                WatchLine(
+                    event: "change", storeId: storeId, token: transaction.token, author: transaction.author.rawValue,
+                    change: change))
+            let values = ExecDelivery.values(
+                change, token: transaction.token, storeId: storeId, before: before[change.quakeId],
+                timeZone: style.timeZone)
+            let mag = values["QUAKE_MAG"].flatMap(Double.init)
+            return OutboxEntry(
+                storeId: storeId, token: transaction.token, queuedAt: now, held: plan.holds(magnitude: mag, at: now),
+                mag: mag, line: line, environment: values)
+        }
     }
 
     /// Prints the event, then runs `--exec`'s command for each change in it (not for the backlog
