@@ -119,11 +119,15 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // World coastlines (Natural Earth 1:110m, shipped), the equirectangular projection and a
+        // braille rasterizer: `quakectl map` and the SVG export.
+        .target(name: "QuakeMap", exclude: ["NATURAL_EARTH.md"]),
         // The `quakectl` command line: commands, options and output.
         .target(
             name: "QuakeCtl",
             dependencies: [
                 "QuakeClient",
+                "QuakeMap",
                 "QuakeFeed",
                 "QuakeProtocol",
                 "Varlink",
@@ -186,7 +190,7 @@ let package = Package(
             name: "QuakeCtlTests",
             dependencies: [
                 "QuakeCtl", "QuakeClient", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
-                "QuakeModelCheck",
+                "QuakeModelCheck", "QuakeMap",
                 // The real sshd of the --host test, run as a child Foundation's Process cannot follow
                 // (sshd closes the descriptors it inherits, which Process takes for an exit).
                 .product(name: "Subprocess", package: "swift-subprocess"),

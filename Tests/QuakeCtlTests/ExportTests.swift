@@ -8,7 +8,8 @@ import Testing
 
 extension ClientEndToEnd {
     @Suite struct ExportTests {
-        /// 100,000 quakes export in constant memory, and the GeoJSON imports back unchanged.
+        /// 100,000 quakes export in constant memory (GeoJSON, SVG and KML), and the GeoJSON imports
+        /// back unchanged.
         /// (ThreadSanitizer makes the import and export several times slower: over 2 minutes.)
         @Test(.timeLimit(Sanitizer.thread ? .minutes(8) : .minutes(2)))
         func largeExportStaysSmallAndRoundTrips() async throws {
@@ -47,11 +48,29 @@ extension ClientEndToEnd {
                         "--socket", daemon.socketPath,
                     ],
                     timeout: patience)
+                // The map formats stream too: an SVG circle and a KML Placemark per quake, written
+                // to /dev/null through the shell (GNU time counts the shell's waited-for child).
+                for format in ["svg", "kml"] {
+                    let map = try await ChildProcess.run(
+                        "/usr/bin/time",
+                        [
+                            "-f", "maxrss=%M", "/bin/sh", "-c",
+                            "'\(BuiltProducts.path("quakectl"))' export --format \(format) --socket '\(daemon.socketPath)' > /dev/null",
+                        ],
+                        timeout: patience)
+                    #expect(map.status == 0, "\(format): \(map.stderr)")
+                    let peak = map.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
+                        .flatMap { Int($0.dropFirst("maxrss=".count)) }
+                    let mapKilobytes = try #require(peak)
+                    print("export --format \(format) of 100,146 quakes: peak RSS \(mapKilobytes) KB")
+                    if !Sanitizer.isActive { #expect(mapKilobytes < 64 * 1024, "\(format): peak RSS \(mapKilobytes) KB") }
+                }
                 try await daemon.stop()
                 #expect(measured.status == 0, "\(measured.stderr)")
                 let rss = measured.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
                     .flatMap { Int($0.dropFirst("maxrss=".count)) }
                 let kilobytes = try #require(rss)
+                print("export --format geojson of 100,146 quakes: peak RSS \(kilobytes) KB")
                 if !Sanitizer.isActive { #expect(kilobytes < 64 * 1024, "peak RSS \(kilobytes) KB") }
                 #expect(measured.stderr.contains("Exported 100,146 earthquakes"))
 

@@ -7,12 +7,18 @@ import Foundation
 public struct ExportCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the stored earthquakes (all, or those the filters select) as CSV, GeoJSON or NDJSON.",
+        abstract: "Write the stored earthquakes (all, or those the filters select) as CSV, GeoJSON, NDJSON, an SVG map or KML.",
         discussion: """
             The export is one consistent read of the store (quaked's Snapshot), streamed in pages: \
             memory stays constant however large the store, and imports go on meanwhile. The GeoJSON \
             is a FeatureCollection that quaked imports back unchanged. With -o the file appears \
             only when complete.
+
+            --format svg draws one map: the world's coastlines (Natural Earth 1:110m), or the \
+            region of --box, --near or --region, a circle per quake scaled by magnitude in the \
+            colours of list, a legend, the count and the time span. --format kml writes a KML 2.2 \
+            document, a Placemark per quake with its fields, for Google Earth and QGIS. Both \
+            stream in constant memory, as the other formats do; times are UTC.
             """)
 
     @OptionGroup public var options: ClientOptions
@@ -34,6 +40,7 @@ public struct ExportCommand: AsyncParsableCommand {
 
     public func validate() throws {
         _ = try filters.filter()
+        _ = try filters.viewport()
     }
 
     public func run() async throws {
@@ -41,7 +48,8 @@ public struct ExportCommand: AsyncParsableCommand {
         let style = options.style
         let progress = ProgressLine(enabled: style.progress && !options.json)
         let sink = try ExportSink(path: output)
-        let writer = format.writer()
+        let writer = format.writer(
+            viewport: try filters.viewport() ?? .world, title: "Earthquakes" + (filters.summary.map { " (\($0))" } ?? ""))
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 20)
         var count = 0

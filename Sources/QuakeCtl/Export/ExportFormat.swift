@@ -1,4 +1,5 @@
 import QuakeClient
+import QuakeMap
 import QuakeProtocol
 import ArgumentParser
 import Foundation
@@ -12,12 +13,19 @@ public enum ExportFormat: String, CaseIterable, Sendable, ExpressibleByArgument 
     case geojson
     /// One interface `Quake` object per line.
     case ndjson
+    /// A map: coastlines, a circle per quake scaled by magnitude in `list`'s colours, a legend.
+    case svg
+    /// KML 2.2, a Placemark per quake, for Google Earth and QGIS.
+    case kml
 
-    public func writer() -> any ExportWriter {
+    /// The writer; `viewport` is the part of the world an SVG map shows, `title` its title.
+    public func writer(viewport: Viewport = .world, title: String = "quakectl export") -> any ExportWriter {
         switch self {
         case .csv: CSVExportWriter()
         case .geojson: GeoJSONExportWriter()
         case .ndjson: NDJSONExportWriter()
+        case .svg: SVGExportWriter(viewport: viewport, title: title)
+        case .kml: KMLExportWriter(title: title)
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import QuakeMap
 import Foundation
 import QuakeFeed
 import QuakeProtocol
@@ -59,6 +60,41 @@ public struct FilterOptions: ParsableArguments, Sendable {
     public var since: String?
 
     public init() {}
+
+    /// The part of the world a map of the selected quakes shows: the box of --box, the box around
+    /// --near's circle, or the bounds of --region; nil for the whole world. Throws ValidationError
+    /// naming the flag for a region of no area.
+    public func viewport() throws -> Viewport? {
+        guard let region = try filter() else { return nil }
+        if let box = region.box {
+            guard
+                let viewport = Viewport(minLat: box.minLat, minLon: box.minLon, maxLat: box.maxLat, maxLon: box.maxLon)
+            else {
+                throw ValidationError("--box has no area to draw: give MINLAT < MAXLAT and MINLON ≠ MAXLON.")
+            }
+            return viewport
+        }
+        if let circle = region.near {
+            return Viewport(lat: circle.lat, lon: circle.lon, radiusKm: circle.radiusKm)
+        }
+        let points = (region.polygons ?? []).flatMap(\.rings).flatMap(\.points)
+        guard let minLat = points.map(\.lat).min(), let maxLat = points.map(\.lat).max(),
+            let minLon = points.map(\.lon).min(), let maxLon = points.map(\.lon).max()
+        else { return nil }
+        return Viewport(minLat: max(-90, minLat), minLon: max(-180, minLon), maxLat: min(90, maxLat), maxLon: min(180, maxLon))
+    }
+
+    /// The flags given, as a short text for a map's title (nil for none).
+    public var summary: String? {
+        var parts: [String] = []
+        if let minMagnitude { parts.append("M ≥ \(Formatting.oneDecimal(minMagnitude))") }
+        if let maxMagnitude { parts.append("M ≤ \(Formatting.oneDecimal(maxMagnitude))") }
+        if let near { parts.append("within \(Formatting.oneDecimal(radius ?? 100)) km of \(near)") }
+        if let box { parts.append("in \(box)") }
+        if region != nil { parts.append("in the --region polygons") }
+        if let since { parts.append("since \(since)") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
 
     /// The filter the flags give (nil: none). `sinceIsFilter` false leaves `--since` to the
     /// command (watch's `--since now`). Throws ValidationError naming the flag.
