@@ -336,6 +336,12 @@ extension ClientEndToEnd {
                     }
                     #expect(Self.character(try await tmux.screen(), pacific) == "●", "redrawn at line \(pacific.line)")
 
+                    // A quake deleted in the store goes from the map.
+                    let deleted = try await quakectl(["delete", "us1000pac", "--socket", daemon.socketPath])
+                    #expect(deleted.status == 0, "\(deleted.stderr)")
+                    screen = try await tmux.waitFor("2 earthquakes")
+                    #expect(Self.character(screen, pacific) != "●", "gone from line \(pacific.line)")
+
                     // q quits: the shell's screen is back, with its cursor.
                     try await tmux.key("q")
                     screen = try await tmux.waitFor("EXIT=0")
