@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NIOConcurrencyHelpers
 import QuakeProtocol
+import Varlink
 
 /// One change waiting in the cache's outbox for `watch --exec` to run its command on it
 /// (`--batch`, `--quiet-hours`).
@@ -297,57 +298,6 @@ public struct DeliveryClock: Sendable {
     }
 }
 
-/// Wakes a waiting ``OutboxDispatcher`` when a change is queued.
-public final class Doorbell: Sendable {
-    private let state = NIOLockedValueBox<(rung: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    public init() {}
-
-    public func ring() {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.rung = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Returns when rung (since the last wait returned), after `timeout`, or when cancelled.
-    public func wait(upTo timeout: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
-            group.addTask { await self.waitForRing() }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
-    private func waitForRing() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLockedValue { state -> Bool in
-                    if state.rung || Task.isCancelled {
-                        state.rung = false
-                        return true
-                    }
-                    state.waiter = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
-    }
-}
-
 /// Runs `watch --exec`'s command on the outbox's changes as the ``OutboxPlan`` says, removing
 /// each delivery from the outbox once the command exited 0.
 public struct OutboxDispatcher: Sendable {
@@ -387,7 +337,7 @@ public struct OutboxDispatcher: Sendable {
     /// Delivers until `stopped` says so or the task is cancelled; a stop during a run's retries
     /// leaves that delivery queued for the next run of the watch. With `untilEmpty`, returns once
     /// nothing is queued (what an earlier `--batch` or `--quiet-hours` run left).
-    public func run(doorbell: Doorbell, untilEmpty: Bool = false, stopped: @Sendable () -> Bool, _ run: @escaping Run)
+    public func run(wakeup: Wakeup, untilEmpty: Bool = false, stopped: @Sendable () -> Bool, _ run: @escaping Run)
         async throws
     {
         while !stopped(), !Task.isCancelled {
@@ -399,7 +349,7 @@ public struct OutboxDispatcher: Sendable {
             }
             if result.delivered != nil { continue }
             if untilEmpty, try cache.outboxCount() == 0 { return }
-            await doorbell.wait(upTo: clock.pause(until: result.wait))
+            await wakeup.wait(upTo: clock.pause(until: result.wait))
         }
     }
 }

@@ -59,17 +59,13 @@ extension ClientEndToEnd {
                         ],
                         timeout: patience)
                     #expect(map.status == 0, "\(format): \(map.stderr)")
-                    let peak = map.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
-                        .flatMap { Int($0.dropFirst("maxrss=".count)) }
-                    let mapKilobytes = try #require(peak)
+                    let mapKilobytes = try #require(Self.peakKilobytes(map.stderr))
                     print("export --format \(format) of 100,146 quakes: peak RSS \(mapKilobytes) KB")
                     if !Sanitizer.isActive { #expect(mapKilobytes < 64 * 1024, "\(format): peak RSS \(mapKilobytes) KB") }
                 }
                 try await daemon.stop()
                 #expect(measured.status == 0, "\(measured.stderr)")
-                let rss = measured.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
-                    .flatMap { Int($0.dropFirst("maxrss=".count)) }
-                let kilobytes = try #require(rss)
+                let kilobytes = try #require(Self.peakKilobytes(measured.stderr))
                 print("export --format geojson of 100,146 quakes: peak RSS \(kilobytes) KB")
                 if !Sanitizer.isActive { #expect(kilobytes < 64 * 1024, "peak RSS \(kilobytes) KB") }
                 #expect(measured.stderr.contains("Exported 100,146 earthquakes"))
@@ -91,6 +87,11 @@ extension ClientEndToEnd {
                 #expect(report["updated"] as? Int == 0)
                 #expect((report["skipped"] as? [String: Any])?.isEmpty == true)
             }
+        }
+
+        /// The peak RSS GNU time printed with `-f maxrss=%M`.
+        static func peakKilobytes(_ stderr: String) -> Int? {
+            stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }.flatMap { Int($0.dropFirst("maxrss=".count)) }
         }
 
         @Test func csvAndNDJSONCarryEveryQuake() async throws {

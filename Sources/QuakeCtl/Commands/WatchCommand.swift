@@ -3,6 +3,7 @@ import QuakeProtocol
 import ArgumentParser
 import Foundation
 import UnixSignals
+import Varlink
 
 /// `quakectl watch`: live changes, kept in a local cache.
 public struct WatchCommand: AsyncParsableCommand {
@@ -134,7 +135,7 @@ public struct WatchCommand: AsyncParsableCommand {
         let rules = try revisions.rules()
         let plan = try digests.plan(timeZone: style.timeZone)
         let clock = try DeliveryClock.fromEnvironment()
-        let doorbell = Doorbell()
+        let wakeup = Wakeup()
         // With --batch or --quiet-hours, changes go through the cache's outbox: the printer only
         // prints, and the dispatcher runs the command when the plan says.
         let printer = WatchPrinter(style: style, delivery: plan == nil ? delivery : nil, rules: rules)
@@ -143,7 +144,7 @@ public struct WatchCommand: AsyncParsableCommand {
                 entries: { transaction, storeId, before, isBacklog in
                     isBacklog ? [] : printer.outboxEntries(transaction, storeId: storeId, before: before, plan: plan, now: clock.now())
                 },
-                queued: { doorbell.ring() })
+                queued: { wakeup.signal() })
         }
         let queued = try cache.outboxCount()
         if queued > 0 {
@@ -159,7 +160,7 @@ public struct WatchCommand: AsyncParsableCommand {
                 // SIGTERM, SIGINT and SIGHUP stop the watch once the change in hand is delivered.
                 for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup) {
                     await stop.request()
-                    doorbell.ring()
+                    wakeup.signal()
                     return
                 }
             }
@@ -169,17 +170,17 @@ public struct WatchCommand: AsyncParsableCommand {
                 let dispatcher = OutboxDispatcher(
                     cache: cache, plan: plan ?? OutboxPlan(timeZone: style.timeZone), clock: clock)
                 if plan == nil {
-                    try await dispatcher.run(doorbell: doorbell, untilEmpty: true, stopped: { stop.isRequested }) {
+                    try await dispatcher.run(wakeup: wakeup, untilEmpty: true, stopped: { stop.isRequested }) {
                         try await delivery.deliver($0)
                     }
                     if stop.isRequested { return }
                 } else {
                     group.addTask {
-                        try await dispatcher.run(doorbell: doorbell, stopped: { stop.isRequested }) {
+                        try await dispatcher.run(wakeup: wakeup, stopped: { stop.isRequested }) {
                             try await delivery.deliver($0)
                         }
                         // Stopped: wait for the watch to end too (the group ends with the first).
-                        while !stop.isRequested, !Task.isCancelled { await doorbell.wait(upTo: .seconds(1)) }
+                        while !stop.isRequested, !Task.isCancelled { await wakeup.wait(upTo: .seconds(1)) }
                     }
                 }
             }

@@ -3,6 +3,7 @@ import Logging
 import QuakeStore
 import ServiceLifecycle
 import NIOConcurrencyHelpers
+import Varlink
 import UnixSignals
 
 /// Reloads the configuration on SIGHUP (swift-service-lifecycle leaves SIGHUP to us).

@@ -3,6 +3,7 @@ import Logging
 import QuakeStore
 import ServiceLifecycle
 import NIOConcurrencyHelpers
+import Varlink
 
 /// Pulls every configured feed on its schedule, one loop per feed, and serves on-demand refreshes.
 ///
