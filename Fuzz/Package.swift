@@ -59,6 +59,12 @@ let package = Package(
             linkerSettings: fuzzer
         ),
         .executableTarget(
+            name: "geojson-region",
+            dependencies: ["FuzzSupport", .product(name: "QuakeFeed", package: "quaked")],
+            swiftSettings: harness,
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
             name: "varlink-json",
             dependencies: [
                 "FuzzSupport",

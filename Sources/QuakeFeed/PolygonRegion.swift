@@ -136,7 +136,10 @@ public struct PolygonRegion: Sendable, Hashable, Codable {
                 if let previous {
                     var step = point.lon - previous.lon
                     if step > 180 { step -= 360 } else if step < -180 { step += 360 }
-                    x += step
+                    // The point's own longitude plus whole turns, not a running sum of steps:
+                    // sums drift (a vertex 0.6 came out 0.59999999999999), and a ring that never
+                    // crosses 180 keeps its longitudes exactly.
+                    x = point.lon + ((x + step - point.lon) / 360).rounded() * 360
                     if point == previous { continue }
                 } else {
                     x = point.lon
@@ -164,8 +167,9 @@ public struct PolygonRegion: Sendable, Hashable, Codable {
         /// Whether the point is inside, or on an edge when `edge`: the longitude is tried as given
         /// and a turn either way, since the ring's longitudes may run past ±180.
         func contains(lat: Double, lon: Double, edge: Bool) -> Bool {
-            guard lat >= minLat, lat <= maxLat else { return false }
-            for x in [lon, lon + 360, lon - 360] where x >= minX && x <= maxX {
+            let slack = Self.tolerance * max(1, maxX - minX)
+            guard lat >= minLat - slack, lat <= maxLat + slack else { return false }
+            for x in [lon, lon + 360, lon - 360] where x >= minX - slack && x <= maxX + slack {
                 if onEdge(x: x, y: lat) { return edge }
                 if inside(x: x, y: lat) { return true }
             }

@@ -186,3 +186,15 @@ extension PolygonRegionTests {
         }
     }
 }
+
+/// Inputs the `geojson-region` fuzz target found.
+@Suite struct PolygonFuzzFindingTests {
+    @Test func aVertexAtTheFarEndOfALongEdgeIsInside() throws {
+        let json = #"{"type":"Polygon","coordinates":[[[-124.4,42.0],[-120.0,42.0],[0.6,34.5],[-124.4,40.4],[-124.4,42.0]]]}"#
+        let region = try GeoJSONRegion.parse(Data(json.utf8))
+        try region.validate()
+        for point in region.polygons[0][0] {
+            #expect(region.contains(lat: point.lat, lon: point.lon), "vertex \(point.lat), \(point.lon)")
+        }
+    }
+}
