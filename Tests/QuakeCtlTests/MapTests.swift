@@ -306,9 +306,10 @@ extension ClientEndToEnd {
                     let cache = dir.appendingPathComponent("map.sqlite").path
                     try await tmux.type(
                         "\(BuiltProducts.path("quakectl")) map --watch --cache \(cache) --socket \(daemon.socketPath); echo EXIT=$?")
-                    var screen = try await tmux.waitFor("q quits")
+                    // The first frame may come before the watch's snapshot: wait for the quakes.
+                    var screen = try await tmux.waitFor("2 earthquakes")
                     #expect(screen.first?.hasPrefix("Earthquakes") == true, "\(screen.first ?? "")")
-                    #expect(screen.contains { $0.contains("2 earthquakes") })
+                    #expect(screen.last { !$0.isEmpty }?.hasPrefix("q quits") == true)
                     for quake in Self.quakes.prefix(2) {
                         let cell = Self.cell(lat: quake.lat, lon: quake.lon, columns: 100, rows: 30)
                         #expect(Self.character(screen, cell) == "●", "\(quake.id) at line \(cell.line), column \(cell.column)")

@@ -91,6 +91,7 @@ public struct MapCommand: AsyncParsableCommand {
             if let position = try watchCache!.position(), position.filter == filter?.key {
                 map.load(try watchCache!.allQuakes())
             }
+            map.away = "connecting to quaked…"
         } else {
             var quakes: [IOQuaked.Quake] = []
             try await options.withConnection { connection in
