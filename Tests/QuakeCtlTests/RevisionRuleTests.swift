@@ -130,4 +130,36 @@ extension ClientEndToEnd.FilteredWatchTests {
             #expect(try held.allQuakes().first { $0.id == quake.id }?.mag == 4.5)
         }
     }
+
+    /// The rules keep no state: each update is judged by its own old and new values, so a stop
+    /// and a start between updates changes nothing. 4.0 → 4.2 (not printed), a restart,
+    /// 4.2 → 4.4 (not printed: 0.2, though 0.4 from the last printed), 4.4 → 4.8 (printed).
+    @Test func revisionRulesJudgeTheSameAcrossARestart() async throws {
+        try await withQuaked { daemon in
+            let cache = daemon.directory.appendingPathComponent("rules.sqlite").path
+            let quake = try #require(try daemon.withStore { try $0.allQuakes() }.first { ($0.mag ?? 9) < 3 })
+            func revise(_ mag: Double, _ step: Int, _ watch: ChildProcess) async throws {
+                _ = try await daemon.importOnce(try Self.revision(of: quake.id, mag: mag, revision: step, in: daemon.directory))
+                try await Self.waitForCache(watch, daemon, cache: cache, QuakeFilter())
+            }
+            func printed(_ watch: ChildProcess) throws -> [Double?] {
+                try WatchOutput(watch.stdout).lines.compactMap(\.change).filter { $0.quakeId == quake.id }.map { $0.quake?.mag }
+            }
+            let first = try ClientEndToEnd.WatchTests.watch(daemon, cache: cache, ["--min-mag-change", "0.3"])
+            try await Self.waitForCache(first, daemon, cache: cache, QuakeFilter())
+            try await revise(4.0, 1, first)
+            try await revise(4.2, 2, first)
+            first.signal(SIGTERM)
+            #expect(try await first.wait() == 0)
+            #expect(try printed(first) == [4.0], "before the restart")
+
+            let second = try ClientEndToEnd.WatchTests.watch(daemon, cache: cache, ["--min-mag-change", "0.3"])
+            defer { second.signal(SIGKILL) }
+            try await Self.waitForCache(second, daemon, cache: cache, QuakeFilter())
+            try await revise(4.4, 3, second)
+            try await revise(4.8, 4, second)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try printed(second) == [4.8], "after the restart")
+        }
+    }
 }
