@@ -337,6 +337,13 @@ extension ClientEndToEnd {
                     }
                     #expect(Self.character(try await tmux.screen(), pacific) == "●", "redrawn at line \(pacific.line)")
 
+                    // Too small for a map while running: a message in its place, then the map again.
+                    try await tmux.run(["resize-window", "-t", "map", "-x", "30", "-y", "8"])
+                    let small = try await tmux.waitFor("Terminal too small")
+                    #expect(!small.joined().contains("●"), "no half-drawn map")
+                    try await tmux.run(["resize-window", "-t", "map", "-x", "120", "-y", "40"])
+                    _ = try await tmux.waitFor("q quits")
+
                     // A quake deleted in the store goes from the map.
                     let deleted = try await quakectl(["delete", "us1000pac", "--socket", daemon.socketPath])
                     #expect(deleted.status == 0, "\(deleted.stderr)")
