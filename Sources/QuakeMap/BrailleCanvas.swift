@@ -93,9 +93,11 @@ public struct MapRaster: Sendable {
     /// The dot a point falls on (unclipped: outside the canvas when outside the viewport),
     /// with its longitude taken as `lon` (already unwrapped).
     func dot(lat: Double, unwrappedLon lon: Double) -> (x: Int, y: Int) {
-        let x = (lon - viewport.west) / viewport.width * Double(canvas.dotWidth)
-        let y = (viewport.north - lat) / viewport.height * Double(canvas.dotHeight)
-        return (Self.clampedInt(x, upper: canvas.dotWidth), Self.clampedInt(y, upper: canvas.dotHeight))
+        let (x, y) = viewport.fraction(lat: lat, unwrappedLon: lon)
+        return (
+            Self.clampedInt(x * Double(canvas.dotWidth), upper: canvas.dotWidth),
+            Self.clampedInt(y * Double(canvas.dotHeight), upper: canvas.dotHeight)
+        )
     }
 
     /// floor(value), the right and bottom edges drawn on the last dot, far values bounded.
@@ -110,9 +112,7 @@ public struct MapRaster: Sendable {
         for point in line.dropFirst() {
             // The shorter way round, from where the last point was drawn: a segment never spans
             // the map because of the unwrapping.
-            var delta = point.lon - previous.lon
-            if delta > 180 { delta -= 360 } else if delta < -180 { delta += 360 }
-            let lon = previousLon + delta
+            let lon = previousLon + previous.eastwardStep(to: point)
             segment(previous.lat, previousLon, point.lat, lon)
             // Past the seam of the viewport (west + 360): the part beyond shows at the west edge.
             if lon >= viewport.west + 360 { segment(previous.lat, previousLon - 360, point.lat, lon - 360) }

@@ -9,6 +9,13 @@ public struct GeoPoint: Sendable, Hashable {
         self.lon = lon
         self.lat = lat
     }
+
+    /// The change of longitude from `self` to `next` the shorter way round (179 to -179 is +2):
+    /// how a line between them is drawn.
+    public func eastwardStep(to next: GeoPoint) -> Double {
+        let step = next.lon - lon
+        return step > 180 ? step - 360 : step < -180 ? step + 360 : step
+    }
 }
 
 /// The world's coastlines: Natural Earth's 1:110m coastline (public domain), shipped in

@@ -85,15 +85,20 @@ public struct Viewport: Sendable, Hashable, CustomStringConvertible {
         return lon
     }
 
+    /// Where a point falls, its longitude already unwrapped by the caller, unbounded: x from 0
+    /// (west) to 1 (east), y from 0 (north) to 1 (south), and beyond them outside the viewport.
+    public func fraction(lat: Double, unwrappedLon lon: Double) -> (x: Double, y: Double) {
+        ((lon - west) / width, (north - lat) / height)
+    }
+
     /// Where a point falls: x from 0 (west) to 1 (east), y from 0 (north) to 1 (south); nil
     /// outside the viewport. Points on its edges are inside.
     public func position(lat: Double, lon: Double) -> (x: Double, y: Double)? {
         guard lat.isFinite, lon.isFinite else { return nil }
         let unwrapped = unwrap(lon)
-        var x = (unwrapped - west) / width
+        var (x, y) = fraction(lat: lat, unwrappedLon: unwrapped)
         // A map all the way round: its east edge (180 in a world map) unwraps to its west edge.
         if width >= 360, unwrapped == west, lon > west { x = 1 }
-        let y = (north - lat) / height
         guard (0...1).contains(x), (0...1).contains(y) else { return nil }
         return (x, y)
     }

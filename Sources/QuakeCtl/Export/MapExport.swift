@@ -136,24 +136,20 @@ public final class SVGExportWriter: ExportWriter {
         append("</g>\n<g stroke=\"#222222\" stroke-width=\"0.6\" fill-opacity=\"0.75\">\n", &out)
     }
 
-    /// The SVG path of a coastline, its segments unwrapped as the view's longitudes are, split
-    /// where it leaves the view; nil when nothing of it shows.
+    /// The SVG path of a coastline, its first point unwrapped into the view and each next one the
+    /// shorter way round from it (the SVG viewport clips what lies outside); nil when nothing of
+    /// it shows.
     func coastlinePath(_ line: [GeoPoint]) -> String? {
         var path = ""
         var previous: GeoPoint?
         var previousLon = 0.0
         var visible = false
         for point in line {
-            var lon = viewport.unwrap(point.lon)
-            if let previous {
-                var delta = point.lon - previous.lon
-                if delta > 180 { delta -= 360 } else if delta < -180 { delta += 360 }
-                lon = previousLon + delta
-            }
-            let x = (lon - viewport.west) / viewport.width * width
-            let y = Self.band + (viewport.north - point.lat) / viewport.height * height
-            let inside = x >= -width && x <= 2 * width
-            if inside && (-10...(width + 10)).contains(x) && ((Self.band - 10)...(Self.band + height + 10)).contains(y) {
+            let lon = previous.map { previousLon + $0.eastwardStep(to: point) } ?? viewport.unwrap(point.lon)
+            let fraction = viewport.fraction(lat: point.lat, unwrappedLon: lon)
+            let x = fraction.x * width
+            let y = Self.band + fraction.y * height
+            if (-10...(width + 10)).contains(x) && ((Self.band - 10)...(Self.band + height + 10)).contains(y) {
                 visible = true
             }
             path += (previous == nil ? "M" : "L") + XMLText.number(x) + " " + XMLText.number(y)
