@@ -39,11 +39,18 @@ struct ExecDelivery: Sendable {
     func deliver(_ change: IOQuaked.Change, line: String, token: Int, storeId: String, before: IOQuaked.Quake?)
         async throws
     {
-        var values = Self.values(change, token: token, storeId: storeId, before: before, timeZone: timeZone)
+        try await deliverOne(
+            line: line, token: token,
+            values: Self.values(change, token: token, storeId: storeId, before: before, timeZone: timeZone))
+    }
+
+    /// One change: its line on stdin, its `QUAKE_*` variables, `QUAKED_DELIVERY=change`.
+    private func deliverOne(line: String, token: Int, values: [String: String]) async throws {
+        var values = values
         values["QUAKED_DELIVERY"] = OutboxPlan.Kind.change.rawValue
         values["QUAKED_COUNT"] = "1"
-        try await deliver(
-            stdin: line + "\n", environment: values, what: "\(change.kind.rawValue) \(change.quakeId) at token \(token)")
+        let what = "\(values["QUAKE_KIND"] ?? "change") \(values["QUAKE_ID"] ?? "") at token \(token)"
+        try await deliver(stdin: line + "\n", environment: values, what: what)
     }
 
     /// Delivers changes from the outbox (`--batch`, `--quiet-hours`): one change as above, or a
@@ -53,11 +60,7 @@ struct ExecDelivery: Sendable {
     func deliver(_ delivery: OutboxPlan.Delivery) async throws {
         guard let first = delivery.entries.first, let last = delivery.entries.last else { return }
         if delivery.kind == .change, delivery.entries.count == 1 {
-            var values = first.environment
-            values["QUAKED_DELIVERY"] = OutboxPlan.Kind.change.rawValue
-            values["QUAKED_COUNT"] = "1"
-            let what = "\(values["QUAKE_KIND"] ?? "change") \(values["QUAKE_ID"] ?? "") at token \(first.token)"
-            try await deliver(stdin: first.line + "\n", environment: values, what: what)
+            try await deliverOne(line: first.line, token: first.token, values: first.environment)
             return
         }
         let values = [
@@ -218,12 +221,17 @@ struct ExecDelivery: Sendable {
 /// A duration on the command line: `250ms`, `30s`, `5m`, `1h`, or seconds.
 enum DurationArgument {
     static func parse(_ text: String) -> Duration? {
+        milliseconds(text).map { .milliseconds($0) }
+    }
+
+    /// The same duration in whole milliseconds.
+    static func milliseconds(_ text: String) -> Int64? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
             guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value > 0 else { return nil }
-            return .milliseconds(Int64((value * factor * 1000).rounded()))
+            return Int64((value * factor * 1000).rounded())
         }
         guard let value = Double(text), value.isFinite, value > 0 else { return nil }
-        return .milliseconds(Int64((value * 1000).rounded()))
+        return Int64((value * 1000).rounded())
     }
 }

@@ -39,8 +39,7 @@ public struct ExportCommand: AsyncParsableCommand {
     public init() {}
 
     public func validate() throws {
-        _ = try filters.filter()
-        _ = try filters.viewport()
+        _ = try filters.viewport(of: try filters.filter())
     }
 
     public func run() async throws {
@@ -48,8 +47,7 @@ public struct ExportCommand: AsyncParsableCommand {
         let style = options.style
         let progress = ProgressLine(enabled: style.progress && !options.json)
         let sink = try ExportSink(path: output)
-        let writer = format.writer(
-            viewport: try filters.viewport() ?? .world, title: "Earthquakes" + (filters.summary.map { " (\($0))" } ?? ""))
+        let writer = format.writer(viewport: try filters.viewport(of: filter) ?? .world, title: filters.mapTitle)
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 20)
         var count = 0

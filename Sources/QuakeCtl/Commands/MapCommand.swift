@@ -43,9 +43,8 @@ public struct MapCommand: AsyncParsableCommand {
     static let minimumSize = (columns: 40, rows: 12)
 
     public func validate() throws {
-        _ = try filters.filter()
-        _ = try filters.viewport()
-        guard DurationArgument.parse(highlight) != nil else {
+        _ = try filters.viewport(of: try filters.filter())
+        guard DurationArgument.milliseconds(highlight) != nil else {
             throw ValidationError("--highlight takes a duration: 10s, 1m.")
         }
         if cache != nil && !watch { throw ValidationError("--cache is for --watch.") }
@@ -68,17 +67,16 @@ public struct MapCommand: AsyncParsableCommand {
             )
         }
         let filter = try filters.filter()
-        let viewport = try filters.viewport() ?? .world
+        let viewport = try filters.viewport(of: filter) ?? .world
         let style = options.style
         var map = MapView(
-            viewport: viewport, title: "Earthquakes" + (filters.summary.map { " (\($0))" } ?? ""),
-            colors: style.colors, utf8: TerminalSession.isUTF8(),
-            highlightMilliseconds: Int(DurationArgument.parse(highlight)!.components.seconds * 1000))
+            viewport: viewport, title: filters.mapTitle, colors: style.colors, utf8: TerminalSession.isUTF8(),
+            highlightMilliseconds: Int(DurationArgument.milliseconds(highlight)!))
 
         var watcher: Watcher?
         var watchCache: QuakeCache?
         if watch {
-            let path = cache ?? CachePath.defaultPath().replacingOccurrences(of: "cache.sqlite", with: "map.sqlite")
+            let path = cache ?? CachePath.defaultPath(file: "map.sqlite")
             do {
                 watchCache = try QuakeCache(path: path)
             } catch {

@@ -33,10 +33,10 @@ public struct DigestOptions: ParsableArguments, Sendable {
     public func plan(timeZone: TimeZone) throws -> OutboxPlan? {
         var plan = OutboxPlan(timeZone: timeZone)
         if let batch {
-            guard let duration = DurationArgument.parse(batch), duration >= .seconds(1) else {
+            guard let milliseconds = DurationArgument.milliseconds(batch), milliseconds >= 1000 else {
                 throw ValidationError("--batch takes a duration of at least a second: 30s, 5m or 1h (got \"\(batch)\").")
             }
-            plan.batchMilliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+            plan.batchMilliseconds = milliseconds
         }
         if let quietHours {
             guard let hours = QuietHours(parsing: quietHours) else {

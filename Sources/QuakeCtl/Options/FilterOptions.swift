@@ -61,11 +61,12 @@ public struct FilterOptions: ParsableArguments, Sendable {
 
     public init() {}
 
-    /// The part of the world a map of the selected quakes shows: the box of --box, the box around
-    /// --near's circle, or the bounds of --region; nil for the whole world. Throws ValidationError
-    /// naming the flag for a region of no area.
-    public func viewport() throws -> Viewport? {
-        guard let region = try filter() else { return nil }
+    /// The part of the world a map of the quakes `filter` (what ``filter(now:sinceIsFilter:)``
+    /// made of these flags) selects shows: the box of --box, the box around --near's circle, or
+    /// the bounds of --region; nil for the whole world. Throws ValidationError naming the flag for
+    /// a region of no area.
+    public func viewport(of filter: IOQuaked.Filter?) throws -> Viewport? {
+        guard let region = filter else { return nil }
         if let box = region.box {
             guard
                 let viewport = Viewport(minLat: box.minLat, minLon: box.minLon, maxLat: box.maxLat, maxLon: box.maxLon)
@@ -82,6 +83,11 @@ public struct FilterOptions: ParsableArguments, Sendable {
             let minLon = points.map(\.lon).min(), let maxLon = points.map(\.lon).max()
         else { return nil }
         return Viewport(minLat: max(-90, minLat), minLon: max(-180, minLon), maxLat: min(90, maxLat), maxLon: min(180, maxLon))
+    }
+
+    /// A map's title: "Earthquakes", with the flags given (``summary``).
+    public var mapTitle: String {
+        "Earthquakes" + (summary.map { " (\($0))" } ?? "")
     }
 
     /// The flags given, as a short text for a map's title (nil for none).

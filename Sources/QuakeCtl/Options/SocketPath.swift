@@ -43,8 +43,12 @@ public struct SocketPath: Sendable {
 /// Where `watch` and `list --cache` keep the local cache by default:
 /// `$XDG_CACHE_HOME/quakectl/cache.sqlite`, else `~/.cache/quakectl/cache.sqlite`.
 public enum CachePath {
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/quakectl/cache.sqlite" }
-        return NSHomeDirectory() + "/.cache/quakectl/cache.sqlite"
+    /// `$XDG_CACHE_HOME/quakectl/FILE`, else `~/.cache/quakectl/FILE`: `cache.sqlite` for watch and
+    /// list, `map.sqlite` for map.
+    public static func defaultPath(
+        file: String = "cache.sqlite", environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/quakectl/" + file }
+        return NSHomeDirectory() + "/.cache/quakectl/" + file
     }
 }
