@@ -33,6 +33,16 @@ import QuakeFeed
 /// anything else (one integer comparison), counted as skipped for the reason `expired`: stored
 /// or not, the import does not touch it, so it never brings back a quake the retention pass
 /// deleted, and a feed window longer than the retention makes no churn of inserts and deletes.
+///
+/// Upstream deletions. A feature whose `status` is `deleted` (an FDSN query with
+/// `includedeleted=true` returns the events the USGS deleted that way) removes the stored rows of
+/// its event, its own and those of its aliases, with the reason `deleted-upstream`, unless a row
+/// is newer than the deletion (the event came back upstream). A deletion of an event the store
+/// does not hold is skipped for the reason `deleted`. Either way the deletion is remembered in
+/// `upstreamDeletions` under each of the event's ids: a later feature of any of them no newer than
+/// the deletion (a lagging copy of a summary feed, which never shows deletions) is skipped as
+/// `deleted` rather than bringing the event back; a newer one is the event brought back upstream,
+/// and is imported as usual. The retention pass forgets deletions of expired events.
 struct FeedImport {
     private let db: Database
     private var recorder: HistoryRecorder
@@ -61,13 +71,21 @@ struct FeedImport {
     private let expireBefore: Int64
     /// Features left out as expired; `report.skipped["expired"]` at the end.
     private var expired = 0
+    /// Whether `upstreamDeletions` may have entries (it had at the start, or this import added some).
+    private var deletionsPossible: Bool
+    private let selectDeletion: RawStatement
+    private let insertDeletion: RawStatement
+    private let deleteDeletion: RawStatement
 
-    init(db: Database, report: ImportReport, now: Date, expireBefore: Int64 = .min, commitSignal: CommitSignal) throws {
+    init(
+        db: Database, report: ImportReport, now: Date, expireBefore: Int64 = .min, author: HistoryAuthor = .import,
+        commitSignal: CommitSignal
+    ) throws {
         self.db = db
         self.report = report
         self.expireBefore = expireBefore
         self.recorder = try HistoryRecorder(
-            db: db, author: .import, source: report.source, now: now, commitSignal: commitSignal)
+            db: db, author: author, source: report.source, now: now, commitSignal: commitSignal)
         // Before the statements are prepared: a schema change makes them prepare again.
         let startsEmpty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true
         deferredIndexes = startsEmpty ? try Self.dropSecondaryIndexes(db) : []
@@ -98,6 +116,11 @@ struct FeedImport {
         selectAliasOwner = try RawStatement(db, sql: "SELECT quakeId FROM quakeAliases WHERE alias = ?")
         insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
         deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
+        deletionsPossible = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM upstreamDeletions)") == true
+        selectDeletion = try RawStatement(db, sql: "SELECT updated FROM upstreamDeletions WHERE id = ?")
+        insertDeletion = try RawStatement(
+            db, sql: "INSERT OR REPLACE INTO upstreamDeletions (id, updated, time) VALUES (?, ?, ?)")
+        deleteDeletion = try RawStatement(db, sql: "DELETE FROM upstreamDeletions WHERE id = ?")
     }
 
     /// Applies the parsed document from `pipe` (parsed on the producer's side). Throws ``ImportError``.
@@ -155,6 +178,7 @@ struct FeedImport {
         report.inserted = committed.inserted
         report.updated = committed.updated
         report.superseded = committed.superseded
+        report.deleted = committed.deletedUpstream
         return report
     }
 
@@ -176,7 +200,9 @@ struct FeedImport {
             let pending = undecided.entries
             undecided.entries = []
             let changesBefore = db.totalChangesCount
-            let (stale, unchanged, byHash) = (report.stale, report.unchanged, report.unchangedByHash)
+            let (stale, unchanged, byHash, skipped) = (
+                report.stale, report.unchanged, report.unchangedByHash, report.skipped
+            )
             for entry in pending {
                 // A row from before that was superseded comes back only when the document has no
                 // word on its id: otherwise that word decides (it is an entry itself). While its id
@@ -193,7 +219,7 @@ struct FeedImport {
                 position = entry.position
                 _ = try apply(entry.feature, hash: entry.hash)
             }
-            (report.stale, report.unchanged, report.unchangedByHash) = (stale, unchanged, byHash)
+            (report.stale, report.unchanged, report.unchangedByHash, report.skipped) = (stale, unchanged, byHash, skipped)
             if db.totalChangesCount == changesBefore { break }
         }
     }
@@ -268,6 +294,10 @@ struct FeedImport {
             expired += 1
             return false
         }
+        // An upstream deletion goes the long way (see the type's documentation).
+        if Self.isDeletedStatus(FeatureRecord.bytes(record.status, in: arena)) {
+            return try apply(record.feature(in: arena), hash: hash)
+        }
         let id = FeatureRecord.bytes(record.id, in: arena)
         // Only the features the import applies are the document's word on their id.
         if undecided.isTracking { undecided.saw(String(decoding: id, as: UTF8.self), at: position) }
@@ -277,7 +307,7 @@ struct FeedImport {
         // Never under an id the alias index gives to a stored row: that is the row's event, which
         // the long way judges.
         if expectNew && !record.hasAliases {
-            if try !isIndexedAlias(id) {
+            if try !isIndexedAlias(id), try !isDeletedUpstream(id) {
                 try QuakeColumns.bindAndStep(record, arena: arena, hash: hash, insert)
                 if sqlite3_changes(db.sqliteConnection) == 1 {
                     try recorder.recordInsert(id: id)
@@ -323,6 +353,21 @@ struct FeedImport {
     /// a conflict on insert): look the row up, compare, and insert, update or skip. Returns `true`
     /// when the stored row was written from the same bytes.
     private mutating func apply(_ incoming: FeedFeature, hash: UInt64) throws -> Bool {
+        if incoming.status == Self.deletedStatus {
+            try applyDeletion(incoming)
+            return false
+        }
+        if deletionsPossible, let deletedAt = try upstreamDeletion(of: incoming.id) {
+            // A version no newer than the deletion is a lagging copy of the deleted event.
+            guard let updated = incoming.updated, updated > deletedAt else {
+                report.skipped[ImportReport.deletedReason, default: 0] += 1
+                return false
+            }
+            // Newer: the event was brought back upstream.
+            deleteDeletion.reset()
+            deleteDeletion.bind(1, incoming.id)
+            try deleteDeletion.step()
+        }
         let others = incoming.otherIDs
         let stored: FeedFeature?
         var sameValues = false
@@ -392,6 +437,65 @@ struct FeedImport {
         }
         try recorder.recordUpdate(id: incoming.id, fields: QuakeColumns.changes(from: stored, to: incoming))
         return false
+    }
+
+    /// A feature whose status is `deleted`: removes the stored rows of its event (its own, and its
+    /// aliases') with the reason `deleted-upstream`, except rows newer than the deletion, and
+    /// remembers the deletion under each of the event's ids (see the type's documentation).
+    private mutating func applyDeletion(_ incoming: FeedFeature) throws {
+        var rows: [FeedFeature] = []
+        if let own = try fetch(incoming.id) { rows.append(own) }
+        rows += try sameEvent(as: incoming, others: incoming.otherIDs)
+        let current = rows.filter { !Self.isOlder(incoming, than: $0) }
+        if !rows.isEmpty && current.isEmpty {
+            // Every stored version is newer than the deletion: the event came back upstream since.
+            report.stale += 1
+            return
+        }
+        for id in [incoming.id] + incoming.otherIDs {
+            deletionsPossible = true
+            insertDeletion.reset()
+            insertDeletion.bind(1, id)
+            insertDeletion.bind(2, incoming.updated ?? incoming.time)
+            insertDeletion.bind(3, incoming.time)
+            try insertDeletion.step()
+        }
+        guard !current.isEmpty else {
+            report.skipped[ImportReport.deletedReason, default: 0] += 1
+            return
+        }
+        for row in current {
+            try recorder.recordDelete(Self.tombstone(of: row), reason: .deletedUpstream, row: row)
+            delete.reset()
+            delete.bind(1, row.id)
+            try delete.step()  // the trigger takes its aliases out of the index
+        }
+    }
+
+    /// The `updated` of the upstream deletion remembered for `id`, if any.
+    private func upstreamDeletion(of id: String) throws -> Int64? {
+        selectDeletion.reset()
+        selectDeletion.bind(1, id)
+        defer { selectDeletion.reset() }
+        guard try selectDeletion.step() else { return nil }
+        return selectDeletion.int64(0)
+    }
+
+    /// Whether an upstream deletion is remembered for the UTF-8 `id`.
+    private func isDeletedUpstream(_ id: UnsafeRawBufferPointer) throws -> Bool {
+        guard deletionsPossible else { return false }
+        let s = selectDeletion.handle
+        sqlite3_reset(s)
+        selectDeletion.bindStatic(1, id)
+        defer { sqlite3_reset(s) }
+        return try selectDeletion.step()
+    }
+
+    /// The `status` of an event the catalog deleted (normalised to lower case by the decoder).
+    static let deletedStatus = "deleted"
+
+    static func isDeletedStatus(_ status: UnsafeRawBufferPointer) -> Bool {
+        status.elementsEqual(deletedStatus.utf8)
     }
 
     /// Deletes `row` as superseded by the event stored (or about to be) under `winner`.

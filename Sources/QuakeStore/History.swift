@@ -26,13 +26,21 @@ public enum DeleteReason: String, Sendable, Codable, Hashable {
     case expired
     /// Someone deleted it (`quakectl delete`).
     case deletedByUser = "deleted-by-user"
+    /// The catalog (FDSN event service) says the event was deleted upstream: a feature whose
+    /// `status` is `deleted`, as `includedeleted=true` returns it.
+    case deletedUpstream = "deleted-upstream"
 }
 
 /// Who made a history transaction.
-public enum HistoryAuthor: String, Sendable, Codable, Hashable {
+public enum HistoryAuthor: String, Sendable, Codable, Hashable, CaseIterable {
+    /// A feed pull (or `quaked --once`).
     case `import`
     case delete
     case retention
+    /// One window of a backfill job from an FDSN event service.
+    case backfill
+    /// One window of an incremental catalog sync (`catalog = URL`).
+    case catalog
 }
 
 /// One changed quake within a history transaction.

@@ -12,6 +12,8 @@ struct CommittedChanges {
     var deleted = 0
     /// Of `deleted`, the deletes with reason `superseded`.
     var superseded = 0
+    /// Of `deleted`, the deletes with reason `deleted-upstream`.
+    var deletedUpstream = 0
 }
 
 /// Writes the history of one write transaction: one `historyTransactions` row, created on the
@@ -140,13 +142,14 @@ struct HistoryRecorder {
                 db,
                 sql: """
                     SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
-                        total(reason = 'superseded')
+                        total(reason = 'superseded'), total(reason = 'deleted-upstream')
                     FROM historyChanges WHERE token = ?
                     """,
                 arguments: [token])!
             committed = CommittedChanges(
                 token: token, inserted: Int(row[0] as Double), updated: Int(row[1] as Double),
-                deleted: Int(row[2] as Double), superseded: Int(row[3] as Double))
+                deleted: Int(row[2] as Double), superseded: Int(row[3] as Double),
+                deletedUpstream: Int(row[4] as Double))
             if committed.inserted + committed.updated + committed.deleted == 0 {
                 // Every change cancelled out. (The commit signal still fires: a spurious wake-up.)
                 try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])

@@ -20,6 +20,9 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var stale: Int = 0
     /// Stored quakes removed because a feature now lists them under another preferred id.
     public var superseded: Int = 0
+    /// Stored quakes removed because a feature says the event was deleted upstream (its
+    /// `status` is `deleted`, as an FDSN query with `includedeleted=true` returns it).
+    public var deleted: Int = 0
     /// Features that were not imported, counted by reason: the feed parser's (`missing-id`,
     /// `missing-time`, ...) and `expired` (event time older than event retention; ``expired``).
     public var skipped: [String: Int] = [:]
@@ -32,7 +35,7 @@ public struct ImportReport: Sendable, Hashable, Codable {
     var unchangedByHash = 0
 
     private enum CodingKeys: String, CodingKey {
-        case store, source, token, features, inserted, updated, unchanged, stale, superseded, skipped, bytes
+        case store, source, token, features, inserted, updated, unchanged, stale, superseded, deleted, skipped, bytes
         case durationMs
     }
 
@@ -47,6 +50,10 @@ public struct ImportReport: Sendable, Hashable, Codable {
     /// The reason, in ``skipped``, of features left out because their event time is older than
     /// event retention.
     public static let expiredReason = "expired"
+
+    /// The reason, in ``skipped``, of features left out as deleted upstream: a deletion of an
+    /// event the store does not hold, or a version no newer than a remembered deletion.
+    public static let deletedReason = "deleted"
 
     /// Of ``skippedTotal``, the features left out as older than event retention.
     public var expired: Int { skipped[Self.expiredReason] ?? 0 }

@@ -59,6 +59,8 @@ extension QuakeStore {
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [tombstone.id])
                 try recorder.recordDelete(tombstone, reason: .expired)
             }
+            // Upstream deletions of expired events: the import skips those events anyway.
+            try db.execute(sql: "DELETE FROM upstreamDeletions WHERE time < ?", arguments: [cutoff])
             return try recorder.finish().token
         }
     }

@@ -101,6 +101,22 @@ public struct QuakeStore: Sendable {
         source: String, maxBytes: Int? = nil, now: Date = Date(), expiringBefore: Date? = nil,
         feed: ImportedFeed? = nil, produce: @escaping @Sendable (FeedSink) async throws -> Void
     ) async throws -> ImportReport {
+        try await importDocument(
+            source: source, author: .import, maxBytes: maxBytes, now: now, expiringBefore: expiringBefore,
+            produce: produce
+        ) { db, _ in
+            if let feed { try Self.recordSuccess(db, url: feed.url, validators: feed.validators, now: now) }
+        }
+    }
+
+    /// ``importFeed(source:maxBytes:now:expiringBefore:feed:produce:)`` with the transaction's
+    /// `author`, and `finish`, run in the import's own SQLite transaction after the document was
+    /// applied (bookkeeping that must commit exactly when the import does).
+    func importDocument(
+        source: String, author: HistoryAuthor, maxBytes: Int?, now: Date, expiringBefore: Date?,
+        produce: @escaping @Sendable (FeedSink) async throws -> Void,
+        finish: @escaping @Sendable (Database, ImportReport) throws -> Void
+    ) async throws -> ImportReport {
         let expireBefore = expiringBefore.map { Self.milliseconds($0) } ?? .min
         let started = ContinuousClock.now
         let pipe = ChunkPipe()
@@ -127,11 +143,9 @@ public struct QuakeStore: Sendable {
                     return try await pool.write { db in
                         var feedImport = try FeedImport(
                             db: db, report: ImportReport(store: storeID, source: source), now: now,
-                            expireBefore: expireBefore, commitSignal: commitSignal)
+                            expireBefore: expireBefore, author: author, commitSignal: commitSignal)
                         let report = try feedImport.run(pipe: pipe)
-                        if let feed {
-                            try Self.recordSuccess(db, url: feed.url, validators: feed.validators, now: now)
-                        }
+                        try finish(db, report)
                         return report
                     }
                 } catch is CancellationError {

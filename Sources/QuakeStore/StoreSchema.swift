@@ -232,6 +232,59 @@ enum StoreSchema {
             try db.execute(sql: "ALTER TABLE clients ADD COLUMN lastError TEXT")
             try db.execute(sql: "ALTER TABLE clients ADD COLUMN lastErrorAt INTEGER")
         }
+        migrator.registerMigration("v10-catalog") { db in
+            // Upstream deletions remembered by event id (FeedImport: a lagging copy of a deleted
+            // event is not brought back): the deletion's `updated` and the event's `time`, by
+            // which the retention pass forgets them.
+            try db.execute(
+                sql: """
+                    CREATE TABLE upstreamDeletions (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        updated INTEGER NOT NULL,
+                        time INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+            // Backfill jobs (quakectl backfill): what was asked, how far the job got, and how it
+            // ended. `cursor` is the start of the next window: every event time before it was
+            // fetched and imported, and it is written in the same SQLite transaction as the
+            // window's import, so a restart (kill -9 included) resumes exactly there.
+            try db.execute(
+                sql: """
+                    CREATE TABLE backfillJobs (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        catalog TEXT NOT NULL CHECK (catalog <> ''),
+                        startTime INTEGER NOT NULL,
+                        endTime INTEGER NOT NULL CHECK (endTime > startTime),
+                        minMagnitude REAL,
+                        -- the region: NULL, or CatalogRegion's JSON ({"near":{...}} or {"box":{...}})
+                        region TEXT,
+                        state TEXT NOT NULL CHECK (state = 'queued' OR state = 'running' OR state = 'done'
+                            OR state = 'failed' OR state = 'cancelled'),
+                        createdAt INTEGER NOT NULL,
+                        finishedAt INTEGER,
+                        cursor INTEGER NOT NULL,
+                        -- the window length the job last used (ms)
+                        span INTEGER NOT NULL CHECK (span > 0),
+                        windowsDone INTEGER NOT NULL DEFAULT 0,
+                        eventsFetched INTEGER NOT NULL DEFAULT 0,
+                        eventsImported INTEGER NOT NULL DEFAULT 0,
+                        lastToken INTEGER,
+                        error TEXT,
+                        CHECK (cursor BETWEEN startTime AND endTime)
+                    );
+                    """)
+            // The incremental catalog sync's position, by catalog URL: the time of the last
+            // successful run's first request (the next run asks for events updated after it,
+            // less an overlap).
+            try db.execute(
+                sql: """
+                    CREATE TABLE catalogState (
+                        url TEXT PRIMARY KEY NOT NULL CHECK (url <> ''),
+                        lastSuccess INTEGER NOT NULL,
+                        updatedAt INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }
