@@ -112,6 +112,9 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
         case .noSuchFeed(let e):
             return QuakectlError(
                 usage, "quaked has no feed named \(e.feed); `quakectl status` lists the configured feeds.")
+        case .noSuchBackfill(let e):
+            return QuakectlError(
+                dataError, "quaked has no backfill job \(e.id); `quakectl backfill --status` lists the jobs.")
         case .reloadFailed(let e):
             return QuakectlError(
                 failure, "quaked rejected the configuration: \(e.reason); the running configuration stays in force.")

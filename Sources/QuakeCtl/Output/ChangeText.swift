@@ -71,6 +71,7 @@ public enum ChangeText {
         case .superseded: change.supersededBy.map { "superseded by \($0)" } ?? "superseded"
         case .expired: "expired"
         case .deletedByUser: "deleted by user"
+        case .deletedUpstream: "deleted upstream"
         case nil: "removed"
         }
     }

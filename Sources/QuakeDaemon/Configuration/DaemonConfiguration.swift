@@ -1,5 +1,6 @@
 import Foundation
 import QuakeProtocol
+import QuakeStore
 import Varlink
 import Logging
 
@@ -52,6 +53,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Where the metrics HTTP listener listens (`/metrics`); nil: no listener (the default),
     /// unless systemd passes a socket named `metrics`.
     public var metricsListen: MetricsAddress? = nil
+    /// The FDSN event service of the incremental catalog sync, and the default of backfill jobs;
+    /// nil: no catalog sync, and backfill jobs use the USGS's service.
+    public var catalog: CatalogService? = nil
+    /// How often the catalog sync runs.
+    public var catalogInterval: Duration = .seconds(15 * 60)
+    /// How far before the last successful run's start the next one asks for updates: the
+    /// service's own indexing lag.
+    public var catalogOverlap: Duration = .seconds(10 * 60)
+    /// The catalog sync's minimum magnitude; nil: every magnitude.
+    public var catalogMinMagnitude: Double? = nil
+    /// The catalog sync's region; nil: everywhere.
+    public var catalogRegion: CatalogRegion? = nil
+    /// Between two requests of a backfill job or a catalog sync run.
+    public var backfillPause: Duration = .seconds(1)
+    /// Failures of one window in a row before a backfill job (or a catalog sync run) gives up.
+    public var backfillAttempts: Int = 5
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
         stateDirectory = paths.stateDirectory
@@ -99,6 +116,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case messageTimeout = "message-timeout"
         case writeTimeout = "write-timeout"
         case metricsListen = "metrics-listen"
+        case catalog
+        case catalogInterval = "catalog-interval"
+        case catalogOverlap = "catalog-overlap"
+        case catalogMinMagnitude = "catalog-min-magnitude"
+        case catalogRegion = "catalog-region"
+        case backfillPause = "backfill-pause"
+        case backfillAttempts = "backfill-attempts"
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
         /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
@@ -175,6 +199,34 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case .metricsListen:
             metricsListen =
                 value.isEmpty || value == "off" || value == "none" ? nil : try parse { try MetricsAddress(parsing: value) }
+        case .catalog:
+            if value.isEmpty || value == "none" || value == "off" {
+                catalog = nil
+            } else {
+                do { catalog = try CatalogService(parsing: value) } catch { throw fail("\(error)") }
+            }
+        case .catalogInterval:
+            catalogInterval = try parse { try ConfigValue.duration(value, minimum: .seconds(10)) }
+        case .catalogOverlap:
+            catalogOverlap = try parse { try ConfigValue.duration(value) }
+        case .catalogMinMagnitude:
+            if value.isEmpty || value == "none" {
+                catalogMinMagnitude = nil
+            } else {
+                guard let m = Double(value), m.isFinite, (-2...10).contains(m) else {
+                    throw fail("'\(value)' is not a magnitude (-2 to 10)")
+                }
+                catalogMinMagnitude = m
+            }
+        case .catalogRegion:
+            catalogRegion = try parse { try ConfigValue.region(value) }
+        case .backfillPause:
+            backfillPause = try parse { try ConfigValue.duration(value) }
+        case .backfillAttempts:
+            guard let count = Int(value), (1...100).contains(count) else {
+                throw fail("'\(value)' is not a number of attempts (1 to 100)")
+            }
+            backfillAttempts = count
         }
     }
 
@@ -196,6 +248,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case .eventRetention: return [eventRetention.map(ConfigValue.text(duration:)) ?? "forever"]
         case .logLevel: return [logLevel.rawValue]
         case .maxFeedSize: return [ConfigValue.text(size: maxFeedSize)]
+        case .catalog: return [catalog?.description ?? "none"]
+        case .catalogMinMagnitude: return [catalogMinMagnitude.map { "\($0)" } ?? "none"]
+        case .catalogRegion: return [catalogRegion.map(ConfigValue.text(region:)) ?? "none"]
         default:
             let property = "\(key)"
             guard let value = Mirror(reflecting: self).children.first(where: { $0.label == property })?.value else {
@@ -300,6 +355,44 @@ public enum ConfigValue {
         }
         if let duration = value as? Duration { return text(duration: duration) }
         return "\(value)"
+    }
+
+    /// A region: `LAT,LON,KM` (a circle) or `MINLAT,MINLON,MAXLAT,MAXLON` (a box, across the
+    /// antimeridian when MINLON > MAXLON), as quakectl's `--near`/`--radius` and `--box` take
+    /// them; empty or `none` for none.
+    public static func region(_ text: String) throws -> CatalogRegion? {
+        if text.isEmpty || text == "none" { return nil }
+        let numbers = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        let usage = "'\(text)' is not a region: LAT,LON,KM (a circle) or MINLAT,MINLON,MAXLAT,MAXLON (a box)"
+        guard numbers.allSatisfy({ $0?.isFinite == true }) else { throw Problem(message: usage) }
+        let n = numbers.map { $0! }
+        func latitude(_ v: Double) -> Bool { (-90...90).contains(v) }
+        func longitude(_ v: Double) -> Bool { (-180...180).contains(v) }
+        switch n.count {
+        case 3:
+            guard latitude(n[0]), longitude(n[1]), n[2] > 0, n[2] <= 20_038 else {
+                throw Problem(message: "'\(text)': latitude -90 to 90, longitude -180 to 180, radius 0 to 20038 km")
+            }
+            return .near(lat: n[0], lon: n[1], radiusKm: n[2])
+        case 4:
+            guard latitude(n[0]), latitude(n[2]), longitude(n[1]), longitude(n[3]), n[0] <= n[2], n[1] != n[3] else {
+                throw Problem(
+                    message: "'\(text)': latitudes -90 to 90 with MINLAT <= MAXLAT, longitudes -180 to 180 and not equal")
+            }
+            return .box(minLat: n[0], maxLat: n[2], minLon: n[1], maxLon: n[3])
+        default:
+            throw Problem(message: usage)
+        }
+    }
+
+    /// A region as ``region(_:)`` reads it.
+    public static func text(region: CatalogRegion) -> String {
+        func n(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)" }
+        switch region {
+        case .near(let lat, let lon, let radiusKm): return "\(n(lat)),\(n(lon)),\(n(radiusKm))"
+        case .box(let minLat, let maxLat, let minLon, let maxLon):
+            return "\(n(minLat)),\(n(minLon)),\(n(maxLat)),\(n(maxLon))"
+        }
     }
 
     /// `1048576`, `512K`, `256M`, `1G` (powers of 1024).

@@ -60,6 +60,7 @@ extension IOQuaked.DeleteReason {
         case .superseded: self = .superseded
         case .expired: self = .expired
         case .deletedByUser: self = .deletedByUser
+        case .deletedUpstream: self = .deletedUpstream
         }
     }
 }
@@ -70,6 +71,8 @@ extension IOQuaked.Author {
         case .import: self = .import
         case .delete: self = .delete
         case .retention: self = .retention
+        case .backfill: self = .backfill
+        case .catalog: self = .catalog
         }
     }
 }
@@ -78,8 +81,9 @@ extension IOQuaked.ImportCounts {
     init(_ report: ImportReport) {
         self.init(
             inserted: report.inserted, updated: report.updated, unchanged: report.unchanged, stale: report.stale,
-            superseded: report.superseded, skipped: report.skippedTotal, expired: report.expired, bytes: report.bytes,
-            durationMs: report.durationMs, token: report.token.map(Int.init))
+            superseded: report.superseded, deleted: report.deleted, skipped: report.skippedTotal,
+            expired: report.expired, deletedSkipped: report.skipped[ImportReport.deletedReason] ?? 0,
+            bytes: report.bytes, durationMs: report.durationMs, token: report.token.map(Int.init))
     }
 }
 

@@ -15,12 +15,16 @@ public struct QuakedService: IOQuaked.Service {
     let reloader: Reloader
     let broadcaster: ChangeBroadcaster
     let metrics: MetricsExporter
+    let backfills: BackfillRunner
+    let catalogSync: CatalogSync
     let logger: Logger
 
-    public init(
+    init(
         store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster,
-        metrics: MetricsExporter, logger: Logger
+        metrics: MetricsExporter, backfills: BackfillRunner, catalogSync: CatalogSync, logger: Logger
     ) {
+        self.backfills = backfills
+        self.catalogSync = catalogSync
         self.store = store
         self.scheduler = scheduler
         self.reloader = reloader
@@ -50,7 +54,8 @@ public struct QuakedService: IOQuaked.Service {
                 IOQuaked.ClientStatus(
                     name: $0.name, token: Int($0.token), lag: Int(max(0, head - $0.token)), lastSeen: Int($0.lastSeen),
                     lastError: $0.lastError, lastErrorAt: $0.lastErrorAt.map(Int.init))
-            })
+            }, catalog: catalogSync.describe(),
+            backfills: try store.unfinishedBackfillJobs().map(backfills.describe))
     }
 
     public func refresh(_ parameters: IOQuaked.Refresh.Parameters, _ call: VarlinkCallContext<IOQuaked.Refresh.Reply>)
@@ -225,6 +230,101 @@ public struct QuakedService: IOQuaked.Service {
         async throws
     {
         try await call.reply(.init(text: metrics.text()))
+    }
+
+    // MARK: Backfill
+
+    public func backfill(_ parameters: IOQuaked.Backfill.Parameters, _ call: VarlinkCallContext<IOQuaked.Backfill.Reply>)
+        async throws
+    {
+        try requireAdministrator(call.peer)
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let start = parameters.start
+        let end = parameters.end ?? now
+        guard start >= 0 else { throw OrgVarlinkService.InvalidParameter(parameter: "start") }
+        guard end > start else { throw OrgVarlinkService.InvalidParameter(parameter: "end") }
+        if let m = parameters.minMagnitude, !(m.isFinite && (-2...10).contains(m)) {
+            throw OrgVarlinkService.InvalidParameter(parameter: "minMagnitude")
+        }
+        var region: CatalogRegion?
+        if let near = parameters.near {
+            guard (-90...90).contains(near.lat) else { throw OrgVarlinkService.InvalidParameter(parameter: "near.lat") }
+            guard (-180...180).contains(near.lon) else { throw OrgVarlinkService.InvalidParameter(parameter: "near.lon") }
+            guard near.radiusKm > 0, near.radiusKm <= 20_038 else {
+                throw OrgVarlinkService.InvalidParameter(parameter: "near.radiusKm")
+            }
+            region = .near(lat: near.lat, lon: near.lon, radiusKm: near.radiusKm)
+        }
+        if let box = parameters.box {
+            guard parameters.near == nil else { throw OrgVarlinkService.InvalidParameter(parameter: "box") }
+            guard (-90...90).contains(box.minLat), (-90...90).contains(box.maxLat), box.minLat <= box.maxLat else {
+                throw OrgVarlinkService.InvalidParameter(parameter: "box.minLat")
+            }
+            guard (-180...180).contains(box.minLon), (-180...180).contains(box.maxLon), box.minLon != box.maxLon else {
+                throw OrgVarlinkService.InvalidParameter(parameter: "box.minLon")
+            }
+            region = .box(minLat: box.minLat, maxLat: box.maxLat, minLon: box.minLon, maxLon: box.maxLon)
+        }
+        let catalog: CatalogService
+        if let text = parameters.catalog {
+            guard let parsed = try? CatalogService(parsing: text) else {
+                throw OrgVarlinkService.InvalidParameter(parameter: "catalog")
+            }
+            catalog = parsed
+        } else {
+            catalog = backfills.defaultCatalog
+        }
+        let job = try await store.createBackfillJob(
+            catalog: catalog.description, start: Int64(start), end: Int64(end), minMagnitude: parameters.minMagnitude,
+            region: region, span: Int64(end - start))
+        logger.info(
+            "backfill job created",
+            metadata: [
+                "backfill.id": "\(job.id)", "backfill.catalog": "\(catalog)", "peer": "\(call.peer.map { "\($0)" } ?? "?")",
+            ])
+        backfills.enqueued()
+        if call.more {
+            try await follow(job.id) { try await call.reply(.init(job: $0), continues: $1) }
+        } else {
+            try await call.reply(.init(job: backfills.describe(job)))
+        }
+    }
+
+    public func backfillStatus(
+        _ parameters: IOQuaked.BackfillStatus.Parameters, _ call: VarlinkCallContext<IOQuaked.BackfillStatus.Reply>
+    ) async throws {
+        guard let id = parameters.id else {
+            try await call.reply(.init(jobs: try store.backfillJobs(limit: 100).map(backfills.describe)))
+            return
+        }
+        guard let job = try store.backfillJob(id: Int64(id)) else { throw IOQuaked.NoSuchBackfill(id: id) }
+        if call.more {
+            try await follow(job.id) { try await call.reply(.init(jobs: [$0]), continues: $1) }
+        } else {
+            try await call.reply(.init(jobs: [backfills.describe(job)]))
+        }
+    }
+
+    public func backfillCancel(
+        _ parameters: IOQuaked.BackfillCancel.Parameters, _ call: VarlinkCallContext<IOQuaked.BackfillCancel.Reply>
+    ) async throws {
+        try requireAdministrator(call.peer)
+        guard let job = try await backfills.cancel(id: Int64(parameters.id)) else {
+            throw IOQuaked.NoSuchBackfill(id: parameters.id)
+        }
+        try await call.reply(.init(job: backfills.describe(job)))
+    }
+
+    /// Replies with the job as it changes, the last reply when it has ended. A client that hangs
+    /// up ends the replies, not the job.
+    private func follow(
+        _ id: Int64, _ send: (IOQuaked.BackfillJob, _ continues: Bool) async throws -> Void
+    ) async throws {
+        for await job in backfills.updates(of: id) {
+            let ended = job.state != .queued && job.state != .running
+            try await send(job, !ended)
+            if ended { return }
+        }
     }
 
     // MARK: Checks

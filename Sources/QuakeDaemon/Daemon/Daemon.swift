@@ -59,11 +59,17 @@ public enum Daemon {
             notifier.status(StatusLine.make(store: store, feed: status, result: result))
         }
         let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger)
+        let backfills = BackfillRunner(
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger)
+        let catalogSync = CatalogSync(
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger)
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
             new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
             metrics.configureFeeds(new.feeds.map(\.name))
             maintenance.apply(new)
+            backfills.apply(.init(new))
+            catalogSync.apply(.init(new))
         }
         let exporter = MetricsExporter(
             metrics: metrics, store: store, broadcaster: broadcaster, scheduler: scheduler,
@@ -72,13 +78,13 @@ public enum Daemon {
             listener: listener, origin: origin,
             service: QuakedService(
                 store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, metrics: exporter,
-                logger: logger),
+                backfills: backfills, catalogSync: catalogSync, logger: logger),
             limits: configuration.serverLimits, logger: logger, callObserver: metrics.recordCall)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),
             .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),
-            .init(service: historyMetrics),
+            .init(service: historyMetrics), .init(service: backfills), .init(service: catalogSync),
         ]
         if let metricsListening {
             // A listener that fails is logged and the daemon goes on.

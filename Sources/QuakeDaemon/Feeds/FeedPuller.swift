@@ -178,8 +178,13 @@ public struct FeedPuller: Sendable {
     struct FeedResponse: Sendable {
         var status: HTTPResponseStatus
         var headers: HTTPHeaders
-        /// Streams the body into the import; called at most once.
-        var streamBody: @Sendable (FeedSink) async throws -> Void
+        /// Passes the body's chunks to the closure, in order; called at most once.
+        var chunks: @Sendable (@escaping @Sendable ([UInt8]) async throws -> Void) async throws -> Void
+
+        /// Streams the body into the import; called at most once (instead of ``chunks``).
+        var streamBody: @Sendable (FeedSink) async throws -> Void {
+            { [chunks] sink in try await chunks { try await sink.send($0) } }
+        }
     }
 
     /// An error of `take`, passed through the forwarding path unchanged.
@@ -195,7 +200,7 @@ public struct FeedPuller: Sendable {
     /// Sends the GET the way ``FeedHTTPClients/route(for:)`` says and runs `take` on the response.
     /// AsyncHTTPClient follows redirects itself; through ``ProxyForwarding`` they are followed
     /// here (at most 5), each hop routed again.
-    private func exchange<T: Sendable>(
+    func exchange<T: Sendable>(
         _ url: URL, headers: HTTPHeaders, deadline: NIODeadline,
         _ take: (FeedResponse, ProxyServer?) async throws -> T
     ) async throws -> T {
@@ -213,9 +218,9 @@ public struct FeedPuller: Sendable {
                     throw PullError(transport: error, url: url, proxy: route.proxy)
                 }
                 let body = response.body
-                let feedResponse = FeedResponse(status: response.status, headers: response.headers) { sink in
+                let feedResponse = FeedResponse(status: response.status, headers: response.headers) { consume in
                     for try await buffer in body {
-                        try await sink.send(Array(buffer.readableBytesView))
+                        try await consume(Array(buffer.readableBytesView))
                     }
                 }
                 return try await take(feedResponse, route.proxy)
@@ -233,8 +238,8 @@ public struct FeedPuller: Sendable {
                             return .redirect(next)
                         }
                         let body = response.body
-                        let feedResponse = FeedResponse(status: status, headers: response.head.headers) { sink in
-                            try await body.stream { try await sink.send(Array($0.readableBytesView)) }
+                        let feedResponse = FeedResponse(status: status, headers: response.head.headers) { consume in
+                            try await body.stream { try await consume(Array($0.readableBytesView)) }
                         }
                         do {
                             return .done(try await take(feedResponse, proxy))

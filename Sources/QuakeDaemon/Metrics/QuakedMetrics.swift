@@ -112,7 +112,7 @@ public final class QuakedMetrics: Sendable {
                 ($0, Self.counter(Family.changes, [("kind", $0.rawValue)], registry, factory))
             })
         transactions = Dictionary(
-            uniqueKeysWithValues: [HistoryAuthor.import, .delete, .retention].map {
+            uniqueKeysWithValues: HistoryAuthor.allCases.map {
                 ($0, Self.counter(Family.transactions, [("author", $0.rawValue)], registry, factory))
             })
         headToken = Self.meter(Family.headToken, [], registry, factory)
