@@ -162,6 +162,8 @@ let package = Package(
         .target(
             name: "QuakeTestSupport",
             dependencies: [
+                // FDSNTestService splits feed files into features with the streaming parser.
+                "QuakeFeed",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -363,10 +363,12 @@ struct FeedImport {
                 report.skipped[ImportReport.deletedReason, default: 0] += 1
                 return false
             }
-            // Newer: the event was brought back upstream.
-            deleteDeletion.reset()
-            deleteDeletion.bind(1, incoming.id)
-            try deleteDeletion.step()
+            // Newer: the event was brought back upstream, under each of its ids.
+            for id in [incoming.id] + incoming.otherIDs {
+                deleteDeletion.reset()
+                deleteDeletion.bind(1, id)
+                try deleteDeletion.step()
+            }
         }
         let others = incoming.otherIDs
         let stored: FeedFeature?

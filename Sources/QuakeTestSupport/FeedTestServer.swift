@@ -28,6 +28,61 @@ public struct RecordedRequest: Sendable {
 
     /// The first value of a header (case-insensitive name), or `nil`.
     public func header(_ name: String) -> String? { headers.first(name: name) }
+
+    /// The query parameters of ``uri``, percent-decoded (`+` decodes to a space, as in HTML forms;
+    /// malformed escapes are kept as they are). A name without `=` has the value `""`; when a name
+    /// comes more than once, the last value wins. Empty when the uri has no query.
+    public var query: [String: String] { Self.parseQuery(uri) }
+
+    /// The decoded parameters of the query part of `uri` (see ``query``).
+    static func parseQuery(_ uri: String) -> [String: String] {
+        var target = Substring(uri)
+        if let fragment = target.firstIndex(of: "#") { target = target[..<fragment] }
+        guard let mark = target.firstIndex(of: "?") else { return [:] }
+        var result: [String: String] = [:]
+        for pair in target[target.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: true) {
+            let name: Substring
+            let value: Substring
+            if let equals = pair.firstIndex(of: "=") {
+                name = pair[..<equals]
+                value = pair[pair.index(after: equals)...]
+            } else {
+                name = pair
+                value = ""
+            }
+            result[percentDecode(name)] = percentDecode(value)
+        }
+        return result
+    }
+
+    /// `text` with `%XX` escapes decoded and `+` as a space (invalid UTF-8 is replaced, not rejected).
+    static func percentDecode(_ text: Substring) -> String {
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let bytes = Array(text.utf8)
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]),
+                let low = hex(bytes[index + 2])
+            {
+                decoded.append(high << 4 | low)
+                index += 3
+                continue
+            }
+            decoded.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index += 1
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
 }
 
 /// Errors of ``FeedTestServer``.
@@ -59,7 +114,8 @@ public enum FeedTestServerError: Error, CustomStringConvertible {
 /// ```
 ///
 /// - Each path has a script of responses: each request takes the next one and the last repeats forever.
-///   A path without a script answers 404.
+///   A path may instead have a handler (``setHandler(_:_:)``) that computes each response from the request;
+///   a script set later overrides the handler until it is cleared. A path with neither answers 404.
 /// - 200 responses with `lastModified`/`etag` answer matching conditional requests with 304.
 /// - Bodies are gzip-compressed (chunked) when the request accepts gzip, unless the response opts out.
 /// - Keep-alive, pipelining and concurrent connections work; clients vanishing midway are ignored.
@@ -67,6 +123,7 @@ public enum FeedTestServerError: Error, CustomStringConvertible {
 public final class FeedTestServer: Sendable {
     private struct State {
         var scripts: [String: [TestResponse]] = [:]
+        var handlers: [String: @Sendable (RecordedRequest) -> TestResponse] = [:]
         var served: [String: Int] = [:]
         var log: [String: [RecordedRequest]] = [:]
     }
@@ -169,7 +226,8 @@ public final class FeedTestServer: Sendable {
 
     /// Sets the script of `path` (without query; a missing leading slash is added) and resets its position:
     /// the next request gets `responses[0]`, then `responses[1]`, …, the last repeating forever.
-    /// An empty script makes the path answer 404 again. The request log is kept.
+    /// An empty script makes the path answer 404 again, or its handler if it has one (see
+    /// ``setHandler(_:_:)``, which a non-empty script overrides). The request log is kept.
     public func setResponses(_ path: String, _ responses: [TestResponse]) {
         let key = Self.normalize(path)
         state.withLockedValue {
@@ -181,6 +239,29 @@ public final class FeedTestServer: Sendable {
     /// Sets a one-response script: every request to `path` gets `response`.
     public func setResponse(_ path: String, _ response: TestResponse) {
         setResponses(path, [response])
+    }
+
+    /// Makes `path` (without query; a missing leading slash is added) answer each request with
+    /// `handler`'s response, computed from the request (``RecordedRequest/query`` has its parameters).
+    ///
+    /// Setting a handler clears the path's script, so the handler answers from the next request on.
+    /// A script set afterwards with ``setResponses(_:_:)`` takes priority over the handler until it
+    /// is cleared with an empty script; then the handler answers again. Handled requests are logged
+    /// like scripted ones (``requests(_:)``), before the handler runs. The handler is called outside
+    /// the server's lock, on the connection's task, possibly for several connections at once.
+    public func setHandler(_ path: String, _ handler: @escaping @Sendable (RecordedRequest) -> TestResponse) {
+        let key = Self.normalize(path)
+        state.withLockedValue {
+            $0.handlers[key] = handler
+            $0.scripts[key] = nil
+            $0.served[key] = 0
+        }
+    }
+
+    /// Removes the handler of `path`, if any (its script, if any, is kept).
+    public func removeHandler(_ path: String) {
+        let key = Self.normalize(path)
+        state.withLockedValue { _ = $0.handlers.removeValue(forKey: key) }
     }
 
     // MARK: Request log
@@ -263,14 +344,15 @@ public final class FeedTestServer: Sendable {
         let path = Self.normalize(request.uri)
         let (headers, acceptsGzip) = AcceptEncodingNormalizer.restore(request.headers)
         let recorded = RecordedRequest(method: request.method.rawValue, uri: request.uri, path: path, headers: headers)
-        let scripted: TestResponse? = state.withLockedValue { state in
-            state.log[path, default: []].append(recorded)
-            guard let script = state.scripts[path] else { return nil }
-            let index = state.served[path, default: 0]
-            state.served[path] = index + 1
-            return script[min(index, script.count - 1)]
-        }
-        let response = scripted ?? .status(404, body: "no script for \(path)\n")
+        let (scripted, handler): (TestResponse?, (@Sendable (RecordedRequest) -> TestResponse)?) =
+            state.withLockedValue { state in
+                state.log[path, default: []].append(recorded)
+                guard let script = state.scripts[path] else { return (nil, state.handlers[path]) }
+                let index = state.served[path, default: 0]
+                state.served[path] = index + 1
+                return (script[min(index, script.count - 1)], nil)
+            }
+        let response = scripted ?? handler?(recorded) ?? .status(404, body: "no script for \(path)\n")
         let keepAlive = request.isKeepAlive
         let isHead = request.method == .HEAD
 

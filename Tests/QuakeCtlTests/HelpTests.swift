@@ -11,7 +11,7 @@ import Testing
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Help")
     static let commands = [
         "quakectl", "watch", "refresh", "list", "show", "delete", "export", "status", "history", "reload", "bridge",
-        "metrics", "map",
+        "metrics", "map", "backfill",
     ]
 
     @Test(arguments: commands) func helpMatchesTheStoredCopy(command: String) async throws {

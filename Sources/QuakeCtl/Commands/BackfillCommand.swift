@@ -103,10 +103,12 @@ public struct BackfillCommand: AsyncParsableCommand {
         if let minMag, !(minMag.isFinite && (-2...10).contains(minMag)) {
             throw ValidationError("--min-mag must be a magnitude from -2 to 10.")
         }
-        var filters = FilterOptions()
-        filters.near = near
-        filters.radius = radius
-        filters.box = box
+        // The region flags mean what they mean for list and watch: FilterOptions reads them.
+        var regionArguments: [String] = []
+        if let near { regionArguments += ["--near", near] }
+        if let radius { regionArguments += ["--radius", "\(radius)"] }
+        if let box { regionArguments += ["--box", box] }
+        let filters = try FilterOptions.parse(regionArguments)
         let filter = try filters.filter(now: now)
         let nearParameter = filter?.near
         let boxParameter = filter?.box
@@ -148,7 +150,7 @@ public struct BackfillCommand: AsyncParsableCommand {
                 } else if reply.jobs.isEmpty {
                     Console.line("no backfill jobs")
                 } else {
-                    reply.jobs.reversed().forEach { Console.line(Self.summary($0)) }
+                    reply.jobs.forEach { Console.line(Self.summary($0)) }
                 }
             }
             return
@@ -216,7 +218,13 @@ public struct BackfillCommand: AsyncParsableCommand {
         }
         bar.clear()
         guard let ended, ended.state != .queued, ended.state != .running else {
-            guard let job = seen.value else { throw CancellationError() }
+            guard let job = seen.value else {
+                if ended == nil {
+                    Console.err("detached before quaked answered; `quakectl backfill --status` lists the jobs.\n")
+                    return
+                }
+                throw QuakectlError(QuakectlError.unavailable, "quaked closed the connection before answering.")
+            }
             if ended == nil {
                 Console.err(
                     "detached: backfill \(job.id) goes on in quaked; `quakectl backfill --status \(job.id) --follow` follows it, `quakectl backfill --cancel \(job.id)` stops it.\n"

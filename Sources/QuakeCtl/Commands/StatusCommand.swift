@@ -75,6 +75,23 @@ public struct StatusCommand: AsyncParsableCommand {
             }
             if let next = feed.nextPull { out += "    next pull \(when(next))\n" }
         }
+        if let catalog = s.catalog {
+            out += style.bold("catalog") + "  \(style.dim(catalog.url))\n"
+            var line = "    every \(Formatting.duration(ms: catalog.intervalSeconds * 1000))"
+            line += " · last success \(catalog.lastSuccess.map(when) ?? "never")"
+            if let inserted = catalog.lastInserted, let updated = catalog.lastUpdated, let deleted = catalog.lastDeleted {
+                line +=
+                    " · +\(Formatting.count(inserted)) new, \(Formatting.count(updated)) updated, "
+                    + "\(Formatting.count(deleted)) deleted upstream"
+            }
+            out += line + "\n"
+            if let error = catalog.lastError { out += "    " + style.paint("error: \(error)", .red) + "\n" }
+            if let next = catalog.nextRun { out += "    next run \(when(next))\n" }
+        }
+        if let jobs = s.backfills, !jobs.isEmpty {
+            out += style.bold("backfills") + "\n"
+            for job in jobs { out += "  " + BackfillCommand.summary(job) + "\n" }
+        }
         do {
             let clients = s.clients
             out += style.bold("clients") + "\n"

@@ -116,7 +116,8 @@ public final class BackfillRunner: Service, Sendable {
             publish(id)
         }
         do {
-            try await store.setBackfillState(id: id, .running)
+            // Cancelled between being picked and now: nothing to run.
+            guard try await store.setBackfillState(id: id, .running) else { return }
         } catch {
             logger.error("cannot start a backfill job", metadata: ["backfill.id": "\(id)", "error": "\(error)"])
             try? await Task.sleep(for: .seconds(5))

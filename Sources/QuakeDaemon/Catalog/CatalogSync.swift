@@ -73,23 +73,30 @@ final class CatalogSync: Service, Sendable {
                     await self.wakeup.wait(until: .now + .seconds(3600))
                     continue
                 }
-                await self.runOnce(current)
-                self.status.withLockedValue { $0.nextRun = Date() + current.interval.timeInterval }
-                await self.wakeup.wait(until: .now + current.interval)
+                let ran = await self.runOnce(current)
+                // An empty store (the first feed pull has not come yet) is looked at again soon.
+                let wait = ran ? current.interval : min(current.interval, Self.emptyStoreRetry)
+                self.status.withLockedValue { $0.nextRun = Date() + wait.timeInterval }
+                await self.wakeup.wait(until: .now + wait)
             }
         }
     }
 
-    /// One run; errors are logged and kept for GetStatus.
-    func runOnce(_ settings: Settings) async {
-        guard let service = settings.service else { return }
+    /// How soon a run that found the store empty is tried again.
+    static let emptyStoreRetry = Duration.seconds(30)
+
+    /// One run; errors are logged and kept for GetStatus. Returns false when the store was empty
+    /// (nothing to check yet).
+    @discardableResult
+    func runOnce(_ settings: Settings) async -> Bool {
+        guard let service = settings.service else { return true }
         let startedAt = Date()
         status.withLockedValue { $0.lastAttempt = startedAt }
         let url = service.base.absoluteString
         do {
             guard let span = try store.eventTimeSpan() else {
                 status.withLockedValue { $0.lastError = "the store holds no quakes yet: nothing to check" }
-                return
+                return false
             }
             let position = try store.catalogPosition(url: url) ?? span.oldest
             let now = QuakeStoreTime.milliseconds(startedAt)
@@ -133,14 +140,16 @@ final class CatalogSync: Service, Sendable {
                     "catalog": "\(url)", "catalog.inserted": "\(counts.inserted)", "catalog.updated": "\(counts.updated)",
                     "catalog.deleted": "\(counts.deleted)",
                 ])
+            return true
         } catch is CancellationError {
-            return
+            return true
         } catch {
-            if Task.isCancelled { return }
+            if Task.isCancelled { return true }
             status.withLockedValue { $0.lastError = "\(error)" }
             finished(false)
             logger.error("catalog sync failed", metadata: ["catalog": "\(url)", "error": "\(error)"])
         }
+        return true
     }
 
     /// What GetStatus shows, when a catalog is configured.

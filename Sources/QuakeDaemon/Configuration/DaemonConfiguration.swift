@@ -21,7 +21,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var socketPath: String
     /// Group owning the socket (mode 0660); nil leaves the group as created.
     public var socketGroup: String? = "quake"
-    /// Members of this group may call Delete and Reload (besides root and the daemon's own user).
+    /// Members of this group may call Delete, Reload, Backfill and BackfillCancel (besides root and the
+    /// daemon's own user).
     public var adminGroup: String? = "quake-admin"
     /// History older than this is purged.
     public var historyMaxAge: Duration = .seconds(7 * 86_400)
@@ -206,7 +207,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 do { catalog = try CatalogService(parsing: value) } catch { throw fail("\(error)") }
             }
         case .catalogInterval:
-            catalogInterval = try parse { try ConfigValue.duration(value, minimum: .seconds(10)) }
+            catalogInterval = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
         case .catalogOverlap:
             catalogOverlap = try parse { try ConfigValue.duration(value) }
         case .catalogMinMagnitude:
