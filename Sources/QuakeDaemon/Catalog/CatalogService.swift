@@ -22,7 +22,7 @@ public struct CatalogService: Sendable, Hashable, CustomStringConvertible {
     /// ``CatalogURLError`` saying what is accepted.
     public init(parsing text: String) throws {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard var components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(),
+        guard !trimmed.contains(where: \.isWhitespace), var components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty,
             components.query == nil, components.fragment == nil
         else { throw CatalogURLError(text: text) }

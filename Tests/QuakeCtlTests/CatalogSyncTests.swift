@@ -1,0 +1,194 @@
+import Foundation
+import QuakeFeed
+import QuakeProtocol
+import QuakeStore
+import QuakeTestSupport
+import Testing
+
+/// The incremental catalog sync (`catalog = URL`) against a real FDSN service over HTTP: updates,
+/// new events, upstream deletions delivered to a filtered watch, and the position across a restart.
+extension ClientEndToEnd {
+    @Suite("Catalog sync") struct CatalogSyncTests {
+        static let day = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
+        static let week = Fixtures.usgs("abruzzi__earthquake-viz__all_week.geojson")
+
+        static func writeConfig(_ url: URL, catalog: String?) throws {
+            try """
+            backfill-pause = 5ms
+            retry-initial-delay = 50ms
+            retry-max-delay = 200ms
+            catalog-interval = 2s
+            catalog-overlap = 1s
+            \(catalog.map { "catalog = \($0)" } ?? "")
+
+            """.write(to: url, atomically: true, encoding: .utf8)
+        }
+
+        @Test("updates and new events come in, deletions leave the store and reach a filtered watch, the position survives a restart")
+        func syncsUpdatesAndDeletions() async throws {
+            try await FDSNTestService.withService(searchLimit: 20000) { service, _ in
+                // The catalog has the feed's events, and one more of the same day the feed missed.
+                try service.add(featuresOf: Self.day)
+                let dayDocument = try FeedDocument(contentsOf: Self.day)
+                let dayIDs = Set(dayDocument.ids)
+                let span = try #require(service.timeRange)
+                let weekDocument = try FeedDocument(contentsOf: Self.week)
+                let extra = try #require(
+                    weekDocument.features.first { feature in
+                        guard let id = feature["id"] as? String, !dayIDs.contains(id),
+                            let time = (feature["properties"] as? [String: Any])?["time"] as? Int64
+                        else { return false }
+                        return span.contains(time)
+                    })
+                let extraID = extra["id"] as! String
+                try service.add(feature: JSONSerialization.data(withJSONObject: extra).map { $0 })
+                // The deleted event: the largest, so a --min-mag watch holds it.
+                let largest = try #require(
+                    dayDocument.features.max {
+                        (($0["properties"] as? [String: Any])?["mag"] as? Double ?? -9)
+                            < (($1["properties"] as? [String: Any])?["mag"] as? Double ?? -9)
+                    })
+                let deletedID = largest["id"] as! String
+                let deletedMag = (largest["properties"] as! [String: Any])["mag"] as! Double
+                let revisedID = try #require(dayDocument.ids.first { $0 != deletedID })
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(config, catalog: nil)
+                    let daemon = try await Quaked(in: dir, feeds: [Self.day], ["--config", config.path])
+                    defer { Task { try? await daemon.stop() } }
+                    #expect(try daemon.withStore { try $0.count() } == dayIDs.count)
+                    // A filtered watch holding the deleted quake.
+                    let cache = dir.appendingPathComponent("watch.sqlite").path
+                    let watch = try startQuakectl([
+                        "watch", "--json", "--heartbeat", "1", "--socket", daemon.socketPath, "--cache", cache,
+                        "--min-mag", "\(deletedMag)",
+                    ])
+                    defer { watch.signal(SIGKILL) }
+                    try await waitUntil(timeout: .seconds(20)) { watch.stdout.contains("\"snapshot\"") || watch.stdout.contains("\"ready\"") || watch.stdout.contains("\"caught-up\"") || !watch.stdout.isEmpty }
+                    // Upstream: the largest quake is deleted, another revised.
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    try service.markDeleted(id: deletedID, updated: now)
+                    try service.setMagnitude(id: revisedID, mag: 5.55, updated: now)
+                    // Turn the sync on with a reload: a new URL runs at once.
+                    try Self.writeConfig(config, catalog: service.baseURL)
+                    let reload = try await quakectl(["reload", "--socket", daemon.socketPath])
+                    #expect(reload.status == 0, "\(reload.stderr)")
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.quake(id: deletedID) == nil && $0.quake(id: extraID) != nil }
+                    }
+                    #expect(try daemon.withStore { try $0.quake(id: revisedID)?.mag } == 5.55)
+                    // History: catalog transactions, the query asking for updates and deletions.
+                    let transactions = try daemon.withStore {
+                        try $0.history(after: 0, limit: 1000, maxChanges: 100_000).transactions.filter {
+                            $0.author == .catalog
+                        }
+                    }
+                    let changes = transactions.flatMap(\.changes)
+                    let deletion = try #require(changes.first { $0.quakeId == deletedID })
+                    #expect(deletion.kind == .delete && deletion.reason == .deletedUpstream)
+                    #expect(changes.contains { $0.quakeId == revisedID && $0.kind == .update })
+                    #expect(changes.contains { $0.quakeId == extraID && $0.kind == .insert })
+                    #expect(changes.count == 3, "only what changed: \(changes.map { "\($0.kind):\($0.quakeId)" })")
+                    let source = try #require(transactions.first?.source)
+                    #expect(source.hasPrefix(service.queryURL + "?"))
+                    #expect(source.contains("includedeleted=true") && source.contains("updatedafter="))
+                    // The filtered watch was told: the quake left its cache.
+                    try await waitUntil(timeout: .seconds(20)) {
+                        let output = try? WatchOutput(watch.stdout)
+                        return output?.lines.contains { $0.change?.quakeId == deletedID && $0.change?.kind == .delete }
+                            == true
+                    }
+                    let line = try #require(
+                        try WatchOutput(watch.stdout).lines.first { $0.change?.quakeId == deletedID })
+                    #expect(line.change?.reason == .deletedUpstream)
+                    // GetStatus shows the sync.
+                    let status = try await quakectl(["status", "--socket", daemon.socketPath, "--json"])
+                    let reply = try JSONDecoder().decode(IOQuaked.GetStatus.Reply.self, from: Data(status.stdout.utf8))
+                    let catalog = try #require(reply.catalog)
+                    #expect(catalog.url == service.baseURL && catalog.lastSuccess != nil && catalog.lastError == nil)
+                    let text = try await quakectl(["status", "--socket", daemon.socketPath])
+                    #expect(text.stdout.contains("catalog"), "\(text.stdout)")
+                    // A lagging copy of the feed (it still lists the deleted quake) does not bring it back.
+                    let refresh = try await quakectl(["refresh", "--socket", daemon.socketPath])
+                    #expect(refresh.status == 0, "\(refresh.stderr)")
+                    #expect(try daemon.withStore { try $0.quake(id: deletedID) } == nil)
+                    // Restart: the next run asks for updates after the kept position, less the overlap.
+                    try await daemon.stop()
+                    let position = try #require(
+                        try daemon.withStore { try $0.catalogPosition(url: service.baseURL) })
+                    service.clearLog()
+                    try await daemon.start()
+                    try await waitUntil(timeout: .seconds(30)) {
+                        service.log.contains { $0.endpoint == .query && $0.status == 200 }
+                    }
+                    let first = try #require(service.log.first { $0.endpoint == .query })
+                    #expect(first.query?.updatedAfter == position - 1000)
+                    #expect(first.query?.includeDeleted == .include)
+                    #expect(try daemon.withStore { try $0.checkIntegrity() } == [])
+                }
+            }
+        }
+
+        @Test("a catalog that fails is reported in status and retried; the store is untouched")
+        func failingCatalog() async throws {
+            try await FDSNTestService.withService { service, _ in
+                try service.add(featuresOf: Self.day)
+                service.failAlways = .response(.status(500, body: "broken\n"))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(config, catalog: service.baseURL)
+                    try "backfill-attempts = 2\n".appendTo(config)
+                    let daemon = try await Quaked(in: dir, feeds: [Self.day], ["--config", config.path])
+                    defer { Task { try? await daemon.stop() } }
+                    var seen: Any?
+                    do {
+                        try await waitUntil(timeout: .seconds(60)) {
+                            let status = try UnixSocketClient(path: daemon.socketPath).call("io.quaked.GetStatus")
+                            let catalog = (status["parameters"] as? [String: Any])?["catalog"] as? [String: Any]
+                            seen = catalog
+                            return (catalog?["lastError"] as? String)?.contains("500") == true
+                        }
+                    } catch {
+                        Issue.record("the catalog status never showed the failure: \(String(describing: seen))")
+                        throw error
+                    }
+                    #expect(try daemon.withStore { try $0.count() } == 146)
+                    #expect(try daemon.withStore { try $0.catalogPosition(url: service.baseURL) } == nil)
+                    // Once the service answers again, the next run succeeds.
+                    service.failAlways = nil
+                    try await waitUntil(timeout: .seconds(60)) {
+                        try daemon.withStore { try $0.catalogPosition(url: service.baseURL) } != nil
+                    }
+                }
+            }
+        }
+
+        @Test("bad catalog settings stop quaked with 78, naming the key")
+        func badSettings() async throws {
+            for (line, key) in [
+                ("catalog = ftp://example.org/", "catalog"), ("catalog = http://example.org/a b/", "catalog"),
+                ("catalog-region = 1,2", "catalog-region"),
+                ("catalog-region = 95,0,10", "catalog-region"), ("catalog-min-magnitude = big", "catalog-min-magnitude"),
+                ("catalog-interval = 0s", "catalog-interval"), ("backfill-attempts = 0", "backfill-attempts"),
+            ] {
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try (line + "\n").write(to: config, atomically: true, encoding: .utf8)
+                    let result = try await ChildProcess.run(
+                        BuiltProducts.path("quaked"), ["--config", config.path, "--check-config"])
+                    #expect(result.status == 78, "\(line)")
+                    #expect(result.stderr.contains(key), "\(line): \(result.stderr)")
+                }
+            }
+        }
+    }
+}
+
+extension String {
+    fileprivate func appendTo(_ url: URL) throws {
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(utf8))
+    }
+}
