@@ -112,8 +112,8 @@ public struct ModelShape: Sendable {
 }
 
 /// Generates cases: random sequences of feed documents built from real features, with aliases in
-/// both directions and chains, versions newer, older and as old, nulls, junk and duplicates,
-/// random chunking, deletes and retention passes.
+/// both directions and chains, versions newer, older and as old, upstream deletions (status
+/// `deleted`), nulls, junk and duplicates, random chunking, deletes and retention passes.
 public struct ModelGenerator {
     public static let baseTime: Int64 = 1_700_000_000_000
     static let day: Int64 = 86_400_000
@@ -196,6 +196,8 @@ public struct ModelGenerator {
         var overrides: [String: String] = [:]
         if Int.random(in: 0..<6, using: &r) == 0 { overrides["type"] = ["quarry blast", "explosion"].randomElement(using: &r)! }
         if Int.random(in: 0..<4, using: &r) == 0 { overrides["status"] = ["automatic", "reviewed"].randomElement(using: &r)! }
+        // An upstream deletion, as an FDSN query with includedeleted=true returns it.
+        if Int.random(in: 0..<10, using: &r) == 0 { overrides["status"] = "deleted" }
         if Int.random(in: 0..<4, using: &r) == 0 {
             overrides["alert"] = ["green", "yellow", "orange", "red"].randomElement(using: &r)!
         }

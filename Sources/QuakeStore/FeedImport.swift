@@ -36,8 +36,8 @@ import QuakeFeed
 ///
 /// Upstream deletions. A feature whose `status` is `deleted` (an FDSN query with
 /// `includedeleted=true` returns the events the USGS deleted that way) removes the stored rows of
-/// its event, its own and those of its aliases, with the reason `deleted-upstream`, unless a row
-/// is newer than the deletion (the event came back upstream). A deletion of an event the store
+/// its event, its own and those of its aliases, with the reason `deleted-upstream`, unless one of
+/// them is newer than the deletion (the event came back upstream: the deletion is stale). A deletion of an event the store
 /// does not hold is skipped for the reason `deleted`. Either way the deletion is remembered in
 /// `upstreamDeletions` under each of the event's ids: a later feature of any of them no newer than
 /// the deletion (a lagging copy of a summary feed, which never shows deletions) is skipped as
@@ -211,9 +211,14 @@ struct FeedImport {
                 // version of the id in the document unless strictly newer than it (as in the
                 // document: the newer wins, and on a tie the later one).
                 if entry.kind == .superseded && undecided.documentSpeaks(of: entry.feature.id) { continue }
+                if entry.kind == .staleDeletion {
+                    position = entry.position
+                    try applyDeletion(entry.feature)
+                    continue
+                }
                 let own = try fetch(entry.feature.id)
                 if let own {
-                    guard entry.kind == .lostToRival else { continue }
+                    guard entry.kind == .lostToRival || entry.kind == .deletedCopy else { continue }
                     if undecided.laterVersionSeen(of: entry) && !Self.isOlder(own, than: entry.feature) { continue }
                 }
                 position = entry.position
@@ -357,18 +362,19 @@ struct FeedImport {
             try applyDeletion(incoming)
             return false
         }
-        if deletionsPossible, let deletedAt = try upstreamDeletion(of: incoming.id) {
-            // A version no newer than the deletion is a lagging copy of the deleted event.
+        // Whether the feature is newer than an upstream deletion of its event: if it is stored,
+        // the event was brought back upstream, and the deletion is forgotten.
+        var reinstates = false
+        if deletionsPossible, let deletedAt = try ([incoming.id] + incoming.otherIDs).compactMap(upstreamDeletion).max() {
+            // Under any of its ids, a version no newer than the deletion is a copy of the deleted
+            // event.
             guard let updated = incoming.updated, updated > deletedAt else {
                 report.skipped[ImportReport.deletedReason, default: 0] += 1
+                // A later feature of the document may bring the event back: judged again at the end.
+                undecided.add(incoming, hash: hash, as: .deletedCopy, position: position)
                 return false
             }
-            // Newer: the event was brought back upstream, under each of its ids.
-            for id in [incoming.id] + incoming.otherIDs {
-                deleteDeletion.reset()
-                deleteDeletion.bind(1, id)
-                try deleteDeletion.step()
-            }
+            reinstates = true
         }
         let others = incoming.otherIDs
         let stored: FeedFeature?
@@ -412,6 +418,14 @@ struct FeedImport {
         for rival in rivals {
             try supersede(rival, by: incoming.id)
         }
+        if reinstates {
+            // It stands: the event is back upstream, under each of its ids.
+            for id in [incoming.id] + incoming.otherIDs {
+                deleteDeletion.reset()
+                deleteDeletion.bind(1, id)
+                try deleteDeletion.step()
+            }
+        }
         guard let stored else {
             expectNew = true
             try bindAndStep(incoming, hash: hash, insert)
@@ -442,23 +456,31 @@ struct FeedImport {
     }
 
     /// A feature whose status is `deleted`: removes the stored rows of its event (its own, and its
-    /// aliases') with the reason `deleted-upstream`, except rows newer than the deletion, and
-    /// remembers the deletion under each of the event's ids (see the type's documentation).
+    /// aliases') with the reason `deleted-upstream`, unless one of them is newer than the deletion
+    /// (then the deletion is stale: the event came back upstream), and
+    /// remembers the deletion under each of the event's ids, the feature's and those of the rows it
+    /// removes (see the type's documentation).
     private mutating func applyDeletion(_ incoming: FeedFeature) throws {
         var rows: [FeedFeature] = []
         if let own = try fetch(incoming.id) { rows.append(own) }
         rows += try sameEvent(as: incoming, others: incoming.otherIDs)
-        let current = rows.filter { !Self.isOlder(incoming, than: $0) }
-        if !rows.isEmpty && current.isEmpty {
-            // Every stored version is newer than the deletion: the event came back upstream since.
+        if rows.contains(where: { Self.isOlder(incoming, than: $0) }) {
+            // A stored version is newer than the deletion: the event came back upstream since. That
+            // row may yet change in this document: judged again at the end.
             report.stale += 1
+            undecided.add(incoming, hash: 0, as: .staleDeletion, position: position)
             return
         }
-        for id in [incoming.id] + incoming.otherIDs {
+        let current = rows
+        // Every id of the event: the deletion's, and those of the rows it removes (the same event).
+        var ids = [incoming.id] + incoming.otherIDs
+        for row in current { ids += [row.id] + row.otherIDs }
+        for id in Set(ids) {
             deletionsPossible = true
             insertDeletion.reset()
             insertDeletion.bind(1, id)
-            insertDeletion.bind(2, incoming.updated ?? incoming.time)
+            // Without `updated` it deletes whatever is stored, and holds against every later version.
+            insertDeletion.bind(2, incoming.updated ?? .max)
             insertDeletion.bind(3, incoming.time)
             try insertDeletion.step()
         }
@@ -624,6 +646,10 @@ struct Undecided {
             case superseded
             /// A row this import wrote (a feature of the document) and then superseded.
             case supersededWritten
+            /// A feature of the document skipped as a copy of an event deleted upstream.
+            case deletedCopy
+            /// A deletion of the document that a newer stored version of its event made stale.
+            case staleDeletion
         }
 
         var feature: FeedFeature

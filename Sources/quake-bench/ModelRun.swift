@@ -10,8 +10,9 @@ struct ModelRun: AsyncParsableCommand {
         abstract: "Check the store's history against its model on seeded random cases.",
         discussion: """
             Each case is a random sequence of feed documents built from a real feed (aliases in both \
-            directions and chains, newer, older and as-old versions, nulls, junk, duplicates, random \
-            chunking), deletes and retention passes, run on a new SQLite store. After every step: the \
+            directions and chains, newer, older and as-old versions, upstream deletions (status \
+            deleted), nulls, junk, duplicates, random chunking), deletes and retention passes, run on \
+            a new SQLite store. After every step: the \
             step's transaction turns the rows before it into the rows after it; its counts and the \
             report equal its change rows; importing the same document again changes nothing; \
             replaying history from token 0 gives the rows; no event is stored twice; the integrity \
