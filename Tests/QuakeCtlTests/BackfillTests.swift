@@ -101,6 +101,17 @@ extension ClientEndToEnd {
                     // Polite: a User-Agent naming quaked and its version.
                     let agent = service.queryRequests.first?.header("User-Agent") ?? ""
                     #expect(agent.hasPrefix("quaked/"))
+                    // The metrics count the windows, the events and the transactions.
+                    let metrics = try await quakectl(["metrics", "--socket", daemon.socketPath])
+                    func sample(_ series: String) -> Double? {
+                        metrics.stdout.split(separator: "\n").first { $0.hasPrefix(series + " ") }
+                            .flatMap { Double($0.split(separator: " ").last ?? "") }
+                    }
+                    #expect(sample("quaked_backfill_windows_total") == Double(last.windowsDone))
+                    #expect(sample("quaked_backfill_events_total") == Double(expected.count))
+                    #expect(
+                        sample("quaked_history_transactions_total{author=\"backfill\"}") == Double(transactions.count))
+                    #expect(sample("quaked_backfill_jobs{state=\"running\"}") == 0)
                     // The same backfill again imports nothing new.
                     let again = try await quakectl(
                         [

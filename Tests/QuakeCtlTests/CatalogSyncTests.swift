@@ -108,6 +108,9 @@ extension ClientEndToEnd {
                     #expect(catalog.url == service.baseURL && catalog.lastSuccess != nil && catalog.lastError == nil)
                     let text = try await quakectl(["status", "--socket", daemon.socketPath])
                     #expect(text.stdout.contains("catalog"), "\(text.stdout)")
+                    let metrics = try await quakectl(["metrics", "--socket", daemon.socketPath])
+                    #expect(metrics.stdout.contains("quaked_catalog_runs_total{result=\"success\"} "))
+                    #expect(metrics.stdout.contains("quaked_catalog_last_success_timestamp_seconds "))
                     // A lagging copy of the feed (it still lists the deleted quake) does not bring it back.
                     let refresh = try await quakectl(["refresh", "--socket", daemon.socketPath])
                     #expect(refresh.status == 0, "\(refresh.stderr)")

@@ -27,13 +27,18 @@ import Varlink
         metrics.recordCall(.init(method: "io.quaked.GetStatus", error: nil))
         metrics.recordCall(.init(method: nil, error: "org.varlink.service.MethodNotFound"))
         metrics.recordNotification(latency: .microseconds(1500))
+        metrics.recordBackfillWindow(events: 250)
+        metrics.recordBackfillWindow(events: 120)
+        metrics.recordCatalogRun(success: false, startedAt: Date(timeIntervalSince1970: 1_699_999_000))
+        metrics.recordCatalogRun(success: true, startedAt: Date(timeIntervalSince1970: 1_699_999_900))
         var status = FeedStatus(feed: feed)
         status.lastSuccess = Date(timeIntervalSince1970: 1_700_000_000)
         status.consecutiveFailures = 1
         metrics.update(
             .init(
                 head: 2, oldest: 0, quakes: 9, databaseBytes: 4096, subscribers: 3, feeds: [status],
-                namedClients: clients.count, clients: clients, now: Date(timeIntervalSince1970: 1_700_000_100)))
+                namedClients: clients.count, clients: clients, now: Date(timeIntervalSince1970: 1_700_000_100),
+                backfillJobs: ["running": 1]))
         return metrics
     }
 
@@ -83,6 +88,13 @@ import Varlink
         #expect(metrics.value("quaked_notification_latency_seconds_count") == 1)
         #expect(metrics.value("quaked_notification_latency_seconds_bucket", ["le": "0.0025"]) == 1)
         #expect(metrics.value("quaked_notification_latency_seconds_bucket", ["le": "0.001"]) == 0)
+        #expect(metrics.value("quaked_backfill_windows_total") == 2)
+        #expect(metrics.value("quaked_backfill_events_total") == 370)
+        #expect(metrics.value("quaked_backfill_jobs", ["state": "running"]) == 1)
+        #expect(metrics.value("quaked_backfill_jobs", ["state": "queued"]) == 0)
+        #expect(metrics.value("quaked_catalog_runs_total", ["result": "success"]) == 1)
+        #expect(metrics.value("quaked_catalog_runs_total", ["result": "failed"]) == 1)
+        #expect(metrics.value("quaked_catalog_last_success_timestamp_seconds") == 1_699_999_900)
         // Every family has HELP and TYPE, once, and the families come sorted.
         let helps = text.split(separator: "\n").filter { $0.hasPrefix("# HELP ") }.map { $0.split(separator: " ")[2] }
         #expect(helps.count == metrics.types.count && Set(helps) == Set(metrics.types.keys.map { Substring($0) }))
@@ -170,7 +182,7 @@ import Varlink
         try #require(Promtool.isInstalled, "promtool is not installed: run scripts/install-deps")
         let check = try await Promtool.checkRules(file.path)
         #expect(check.status == 0, "\(check.output)")
-        #expect(check.output.contains("3 rules found"), "\(check.output)")
+        #expect(check.output.contains("4 rules found"), "\(check.output)")
     }
 
     @Test func theGrafanaDashboardIsJSONAndNamesOnlyExportedSeries() throws {

@@ -39,12 +39,12 @@ final class CatalogSync: Service, Sendable {
     private let status = NIOLockedValueBox(Status())
     private let wakeup = Wakeup()
     private let logger: Logger
-    private let finished: @Sendable (Bool) -> Void
+    private let finished: @Sendable (_ success: Bool, _ startedAt: Date) -> Void
     private let windowDone: @Sendable (ImportReport) -> Void
 
     init(
         store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger,
-        finished: @escaping @Sendable (_ success: Bool) -> Void = { _ in },
+        finished: @escaping @Sendable (_ success: Bool, _ startedAt: Date) -> Void = { _, _ in },
         windowDone: @escaping @Sendable (ImportReport) -> Void = { _ in }
     ) {
         self.store = store
@@ -133,7 +133,7 @@ final class CatalogSync: Service, Sendable {
                 $0.lastError = nil
                 $0.lastRun = counts
             }
-            finished(true)
+            finished(true, startedAt)
             logger.info(
                 "catalog sync done",
                 metadata: [
@@ -146,7 +146,7 @@ final class CatalogSync: Service, Sendable {
         } catch {
             if Task.isCancelled { return true }
             status.withLockedValue { $0.lastError = "\(error)" }
-            finished(false)
+            finished(false, startedAt)
             logger.error("catalog sync failed", metadata: ["catalog": "\(url)", "error": "\(error)"])
         }
         return true

@@ -60,9 +60,11 @@ public enum Daemon {
         }
         let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger)
         let backfills = BackfillRunner(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger)
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger
+        ) { report in metrics.recordBackfillWindow(events: report.features) }
         let catalogSync = CatalogSync(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger)
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger,
+            finished: metrics.recordCatalogRun(success:startedAt:))
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
             new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)

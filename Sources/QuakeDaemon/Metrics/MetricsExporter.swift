@@ -42,10 +42,12 @@ public struct MetricsExporter: Sendable {
     func state(now: Date = Date()) throws -> QuakedMetrics.State {
         let (total, clients) = try store.clientPositions(
             seenSince: now - clientWindow().timeInterval, limit: QuakedMetrics.maxClientSeries)
-        return QuakedMetrics.State(
+        var state = QuakedMetrics.State(
             head: try store.head(), oldest: try store.oldestToken(), quakes: try store.count(),
             databaseBytes: store.fileBytes, subscribers: broadcaster.count, feeds: scheduler.statuses(),
             namedClients: total, clients: clients, now: now)
+        for job in try store.unfinishedBackfillJobs() { state.backfillJobs[job.state.rawValue, default: 0] += 1 }
+        return state
     }
 }
 

@@ -27,7 +27,11 @@ import Varlink
 /// | `quaked_feed_last_success_timestamp_seconds` | gauge | `feed` |
 /// | `quaked_feed_consecutive_failures` | gauge | `feed` |
 /// | `quaked_history_changes_total` | counter | `kind` (`insert`, `update`, `delete`) |
-/// | `quaked_history_transactions_total` | counter | `author` (`import`, `delete`, `retention`) |
+/// | `quaked_history_transactions_total` | counter | `author` (`import`, `delete`, `retention`, `backfill`, `catalog`) |
+/// | `quaked_backfill_windows_total`, `quaked_backfill_events_total` | counter | |
+/// | `quaked_backfill_jobs` | gauge | `state` (`queued`, `running`) |
+/// | `quaked_catalog_runs_total` | counter | `result` (`success`, `failed`) |
+/// | `quaked_catalog_last_success_timestamp_seconds` | gauge | |
 /// | `quaked_history_head_token`, `quaked_history_oldest_token` | gauge | |
 /// | `quaked_quakes`, `quaked_database_bytes`, `quaked_subscribers`, `quaked_named_clients` | gauge | |
 /// | `quaked_client_lag_transactions`, `quaked_client_lag_seconds`, `quaked_client_last_seen_timestamp_seconds` | gauge | `client` |
@@ -88,6 +92,12 @@ public final class QuakedMetrics: Sendable {
     private let subscribers: CoreMetrics.Meter
     private let namedClients: CoreMetrics.Meter
     private let notificationLatency: CoreMetrics.Timer
+    private let backfillWindows: CoreMetrics.Counter
+    private let backfillEvents: CoreMetrics.Counter
+    private let backfillJobs: [String: CoreMetrics.Meter]
+    private let catalogRuns: [Bool: CoreMetrics.Counter]
+    /// From the first successful catalog sync of this daemon on.
+    private let catalogLastSuccess = NIOLockedValueBox<CoreMetrics.Meter?>(nil)
     private let feeds = NIOLockedValueBox<[String: FeedSeries]>([:])
     private let clients = NIOLockedValueBox<[String: ClientSeries]>([:])
     private let calls = NIOLockedValueBox<[CallKey: CoreMetrics.Counter]>([:])
@@ -123,6 +133,16 @@ public final class QuakedMetrics: Sendable {
         namedClients = Self.meter(Family.namedClients, [], registry, factory)
         notificationLatency = Self.timer(
             Family.notificationLatency, [], Self.latencyBuckets, registry, factory)
+        backfillWindows = Self.counter(Family.backfillWindows, [], registry, factory)
+        backfillEvents = Self.counter(Family.backfillEvents, [], registry, factory)
+        backfillJobs = Dictionary(
+            uniqueKeysWithValues: ["queued", "running"].map {
+                ($0, Self.meter(Family.backfillJobs, [("state", $0)], registry, factory))
+            })
+        catalogRuns = [
+            true: Self.counter(Family.catalogRuns, [("result", "success")], registry, factory),
+            false: Self.counter(Family.catalogRuns, [("result", "failed")], registry, factory),
+        ]
     }
 
     /// One metric family: its name (`quaked_` + name + unit) and HELP text.
@@ -179,6 +199,17 @@ public final class QuakedMetrics: Sendable {
             help: "When a named client last subscribed, fetched or acknowledged, in seconds since the epoch.")
         static let calls = Family(
             metricName: "varlink_calls", unit: "total", help: "Varlink calls handled, by method and error (none: success).")
+        static let backfillWindows = Family(
+            metricName: "backfill_windows", unit: "total", help: "Windows of backfill jobs imported.")
+        static let backfillEvents = Family(
+            metricName: "backfill_events", unit: "total", help: "Events the catalog sent in the windows of backfill jobs.")
+        static let backfillJobs = Family(
+            metricName: "backfill_jobs", unit: "", help: "Backfill jobs that have not ended, by state.")
+        static let catalogRuns = Family(
+            metricName: "catalog_runs", unit: "total", help: "Runs of the incremental catalog sync, by result.")
+        static let catalogLastSuccess = Family(
+            metricName: "catalog_last_success_timestamp", unit: "seconds",
+            help: "When the last successful catalog sync run began, in seconds since the epoch.")
         static let notificationLatency = Family(
             metricName: "notification_latency", unit: "seconds",
             help:
@@ -187,6 +218,22 @@ public final class QuakedMetrics: Sendable {
     }
 
     // MARK: Events
+
+    /// A window of a backfill job was imported.
+    public func recordBackfillWindow(events: Int) {
+        backfillWindows.increment()
+        backfillEvents.increment(by: Int64(events))
+    }
+
+    /// A catalog sync run ended; a successful one began at `startedAt`.
+    public func recordCatalogRun(success: Bool, startedAt: Date) {
+        catalogRuns[success]?.increment()
+        guard success else { return }
+        catalogLastSuccess.withLockedValue { meter in
+            if meter == nil { meter = self.meter(Family.catalogLastSuccess, []) }
+            meter?.set(startedAt.timeIntervalSince1970)
+        }
+    }
 
     /// Makes the series of the configured feeds (at zero) and drops the gauges of feeds no
     /// longer configured. At start-up and after each reload.
@@ -270,11 +317,15 @@ public final class QuakedMetrics: Sendable {
         public var namedClients: Int
         public var clients: [ClientPosition]
         public var now: Date
+        /// Backfill jobs that have not ended, by state (`queued`, `running`).
+        public var backfillJobs: [String: Int] = [:]
 
         public init(
             head: HistoryToken, oldest: HistoryToken, quakes: Int, databaseBytes: Int, subscribers: Int,
-            feeds: [FeedStatus], namedClients: Int, clients: [ClientPosition], now: Date = Date()
+            feeds: [FeedStatus], namedClients: Int, clients: [ClientPosition], now: Date = Date(),
+            backfillJobs: [String: Int] = [:]
         ) {
+            self.backfillJobs = backfillJobs
             self.head = head
             self.oldest = oldest
             self.quakes = quakes
@@ -295,6 +346,7 @@ public final class QuakedMetrics: Sendable {
         databaseBytes.set(state.databaseBytes)
         subscribers.set(state.subscribers)
         namedClients.set(state.namedClients)
+        for (name, meter) in backfillJobs { meter.set(state.backfillJobs[name] ?? 0) }
         feeds.withLockedValue { feeds in
             for status in state.feeds {
                 guard var series = feeds[status.name], let failures = series.failures else { continue }
