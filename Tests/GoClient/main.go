@@ -152,6 +152,7 @@ func (c *client) run() {
 	c.deleteUnknown()
 	c.reload()
 	c.metrics()
+	c.backfill()
 }
 
 // --- plumbing ---
@@ -359,12 +360,12 @@ func (c *client) getStatus() (storeID string, ok bool) {
 	ctx, cancel := c.context()
 	defer cancel()
 	c.sum.Calls++
-	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
+	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, catalog, backfills, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
 	f, _, ok := c.reply(label, "io.quaked.GetStatus", l, callErr, false)
 	if !ok || !c.decoded(label, f, map[string]interface{}{
 		"version": version, "storeId": storeID, "headToken": head, "oldestToken": oldest,
 		"quakeCount": count, "databaseBytes": dbBytes, "lastChange": lastChange, "feeds": feeds,
-		"subscribers": subscribers, "clients": clients,
+		"subscribers": subscribers, "clients": clients, "catalog": catalog, "backfills": backfills,
 	}) {
 		return "", false
 	}
@@ -879,6 +880,85 @@ func (c *client) metrics() {
 		return
 	}
 	c.ok(label)
+}
+
+// backfill starts a job on a catalog nothing listens on, reads it back with BackfillStatus,
+// asks for an unknown job (NoSuchBackfill), and cancels it.
+func (c *client) backfill() {
+	const label = "Backfill"
+	l, err := c.link()
+	if err != nil {
+		c.fail(label, "%v", err)
+		return
+	}
+	ctx, cancel := c.context()
+	defer cancel()
+	c.sum.Calls++
+	end := int64(1546387200000)
+	minMag := 4.5
+	catalog := "http://127.0.0.1:9/fdsnws/event/1/"
+	near := ioquaked.Near{Lat: 35.7, Lon: 139.7, RadiusKm: 300}
+	job, callErr := ioquaked.Backfill().Call(ctx, l.conn, 1546300800000, &end, &minMag, &near, nil, &catalog)
+	f, errName, ok := c.reply(label, "io.quaked.Backfill", l, callErr, false, permissionDenied)
+	if !ok {
+		return
+	}
+	if errName != "" {
+		c.ok(label + ":PermissionDenied")
+		return
+	}
+	if !c.decoded(label, f, map[string]interface{}{"job": job}) {
+		return
+	}
+	if (job.State != "queued" && job.State != "running") || job.Near == nil || job.Near.RadiusKm != 300 || job.End != end {
+		c.fail(label, "unexpected job %+v", job)
+		return
+	}
+	c.ok(label)
+
+	const statusLabel = "BackfillStatus"
+	c.sum.Calls++
+	id := job.Id
+	jobs, callErr := ioquaked.BackfillStatus().Call(ctx, l.conn, &id)
+	f, _, ok = c.reply(statusLabel, "io.quaked.BackfillStatus", l, callErr, false)
+	if !ok || !c.decoded(statusLabel, f, map[string]interface{}{"jobs": jobs}) {
+		return
+	}
+	if len(jobs) != 1 || jobs[0].Id != id || jobs[0].Catalog != catalog {
+		c.fail(statusLabel, "BackfillStatus(%d) gave %+v", id, jobs)
+		return
+	}
+	c.ok(statusLabel)
+
+	const unknownLabel = "BackfillStatus:NoSuchBackfill"
+	c.sum.Calls++
+	unknown := int64(987654)
+	_, callErr = ioquaked.BackfillStatus().Call(ctx, l.conn, &unknown)
+	f, errName, ok = c.reply(unknownLabel, "io.quaked.BackfillStatus", l, callErr, false, "io.quaked.NoSuchBackfill")
+	if !ok {
+		return
+	}
+	var e *ioquaked.NoSuchBackfill
+	if errName == "" || !errors.As(callErr, &e) || e.Id != unknown {
+		c.fail(unknownLabel, "expected NoSuchBackfill for %d: %v", unknown, callErr)
+		return
+	}
+	if c.decoded(unknownLabel, f, e) {
+		c.ok(unknownLabel)
+	}
+
+	const cancelLabel = "BackfillCancel"
+	c.sum.Calls++
+	cancelled, callErr := ioquaked.BackfillCancel().Call(ctx, l.conn, id)
+	f, _, ok = c.reply(cancelLabel, "io.quaked.BackfillCancel", l, callErr, false)
+	if !ok || !c.decoded(cancelLabel, f, map[string]interface{}{"job": cancelled}) {
+		return
+	}
+	if cancelled.State != "cancelled" || cancelled.FinishedAt == nil {
+		c.fail(cancelLabel, "the job after cancelling: %+v", cancelled)
+		return
+	}
+	c.ok(cancelLabel)
 }
 
 func contains(list []string, s string) bool {

@@ -105,10 +105,48 @@ with varlink.Client(address=address) as client:
             text = quaked.Metrics()["text"]
             assert "# TYPE quaked_history_head_token gauge" in text, text[:200]
 
+        def backfill():
+            # A job on a catalog nothing listens on: created queued or running, then cancelled.
+            try:
+                job = quaked.Backfill(start=1546300800000, end=1546387200000, minMagnitude=4.5,
+                                      box={"minLat": 30, "maxLat": 40, "minLon": 170, "maxLon": -170},
+                                      catalog="http://127.0.0.1:9/fdsnws/event/1/")["job"]
+            except varlink.VarlinkError as e:
+                assert e.error() == "org.varlink.service.PermissionDenied", e.error()
+                return
+            assert job["state"] in ("queued", "running") and job["catalog"].endswith("/fdsnws/event/1/"), job
+            assert job["box"]["minLon"] == 170 and job["minMagnitude"] == 4.5, job
+            seen["backfillId"] = job["id"]
+
+        def backfill_status():
+            jobs = quaked.BackfillStatus()["jobs"]
+            if "backfillId" in seen:
+                assert jobs[0]["id"] == seen["backfillId"], jobs
+            one = quaked.BackfillStatus(id=seen.get("backfillId", 1))
+            assert len(one["jobs"]) <= 1, one
+
+        def backfill_unknown():
+            try:
+                quaked.BackfillStatus(id=987654)
+            except varlink.VarlinkError as e:
+                assert e.error() == "io.quaked.NoSuchBackfill", e.error()
+                assert e.parameters()["id"] == 987654
+                return
+            raise AssertionError("no error")
+
+        def backfill_cancel():
+            try:
+                job = quaked.BackfillCancel(id=seen.get("backfillId", 1))["job"]
+            except varlink.VarlinkError as e:
+                assert e.error() in ("org.varlink.service.PermissionDenied", "io.quaked.NoSuchBackfill"), e.error()
+                return
+            assert job["state"] == "cancelled" and job["finishedAt"] is not None, job
+
         for name, fn in [("GetStatus", status), ("Refresh", refresh), ("FetchHistory", history),
                          ("Acknowledge", acknowledge), ("Snapshot", snapshot), ("Query", query), ("Get", get),
                          ("Get:NoSuchQuake", get_unknown), ("Delete", delete), ("Reload", reload),
-                         ("Metrics", metrics)]:
+                         ("Metrics", metrics), ("Backfill", backfill), ("BackfillStatus", backfill_status),
+                         ("BackfillStatus:NoSuchBackfill", backfill_unknown), ("BackfillCancel", backfill_cancel)]:
             check(name, fn)
 
     # Subscribe streams until the caller goes away: its own connection.

@@ -47,6 +47,11 @@ extension EndToEnd {
                 (#"{"method":"io.quaked.Query","parameters":{"order":"size"}}"#, "order"),
                 (#"{"method":"io.quaked.Delete","parameters":{"ids":["a",1]}}"#, "ids[1]"),
                 (#"{"method":"io.quaked.Query","parameters":{"near":{"lat":91,"lon":0,"radiusKm":1}}}"#, "near.lat"),
+                (#"{"method":"io.quaked.Backfill","parameters":{"start":"2024-01-01"}}"#, "start"),
+                (#"{"method":"io.quaked.Backfill","parameters":{"start":1,"box":{"minLat":1}}}"#, "box.maxLat"),
+                (#"{"method":"io.quaked.Backfill","parameters":{"start":10,"end":5}}"#, "end"),
+                (#"{"method":"io.quaked.Backfill","parameters":{"start":1,"catalog":"ftp://x/"}}"#, "catalog"),
+                (#"{"method":"io.quaked.BackfillCancel","parameters":{}}"#, "id"),
             ])
         func strictness(frame: String, parameter: String) async throws {
             try await withTemporaryDirectory { dir in
@@ -96,7 +101,8 @@ extension EndToEnd {
                 #expect(
                     ok == [
                         "GetStatus", "Refresh", "FetchHistory", "Acknowledge", "Snapshot", "Query", "Get",
-                        "Get:NoSuchQuake", "Delete", "Reload", "Subscribe", "Metrics",
+                        "Get:NoSuchQuake", "Delete", "Reload", "Subscribe", "Metrics", "Backfill", "BackfillStatus",
+                        "BackfillStatus:NoSuchBackfill", "BackfillCancel",
                     ], "\(result.stdout)")
                 let changes = (summary?["seen"] as? [String: Any])?["changes"] as? [String: Int] ?? [:]
                 #expect(changes["insert"] ?? 0 > 0)
@@ -119,7 +125,8 @@ extension EndToEnd {
                     let ok = (summary?["ok"] as? [String] ?? []).map { $0.split(separator: ":").first.map(String.init) ?? $0 }
                     for method in [
                         "GetInfo", "GetInterfaceDescription", "GetStatus", "Refresh", "Subscribe", "FetchHistory",
-                        "Acknowledge", "Snapshot", "Query", "Get", "Delete", "Reload", "Metrics",
+                        "Acknowledge", "Snapshot", "Query", "Get", "Delete", "Reload", "Metrics", "Backfill",
+                        "BackfillStatus", "BackfillCancel",
                     ] {
                         #expect(ok.contains(method), "\(method) not called: \(result.stdout)")
                     }
