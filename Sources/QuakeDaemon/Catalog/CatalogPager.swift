@@ -103,6 +103,8 @@ struct CatalogPager: Sendable {
             } catch let failure as CatalogFailure {
                 switch failure {
                 case .overLimit(let matching, let named):
+                    // The service answered, for a window that is no more: the next is a new one.
+                    failures = 0
                     if let named, named > 0 { limit = named }
                     let windowSpan = window.end - window.start
                     guard windowSpan > settings.minSpan else {
