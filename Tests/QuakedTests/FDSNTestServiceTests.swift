@@ -80,17 +80,7 @@ extension EndToEnd {
         private func withClient<R>(readTimeout: TimeAmount? = nil, _ body: (HTTPClient) async throws -> R)
             async throws -> R
         {
-            var configuration = HTTPClient.Configuration(decompression: .disabled)
-            configuration.timeout = .init(connect: .seconds(5), read: readTimeout)
-            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            do {
-                let result = try await body(client)
-                try await client.shutdown()
-                return result
-            } catch {
-                try? await client.shutdown()
-                throw error
-            }
+            try await TestHTTPServerTests.withClient(readTimeout: readTimeout, body)
         }
 
         private func get(_ client: HTTPClient, _ url: String) async throws -> Reply {

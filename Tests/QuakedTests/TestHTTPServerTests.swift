@@ -12,7 +12,8 @@ extension EndToEnd {
 
         // MARK: Helpers
 
-        private func withClient<R>(
+        /// An HTTP client that decodes nothing unless asked (the tests look at the bytes as sent).
+        static func withClient<R>(
             decompression: Bool = false,
             readTimeout: TimeAmount? = nil,
             _ body: (HTTPClient) async throws -> R
@@ -57,7 +58,7 @@ extension EndToEnd {
             #expect(expected.count > 1000)
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (response, body) = try await get(client, server.url("/feed"))
                     #expect(response.status == .ok)
                     #expect(body == expected)
@@ -78,7 +79,7 @@ extension EndToEnd {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture, etag: "\"v1\"")])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let url = server.url("/feed")
                     let lastModified = TestResponse.defaultLastModified
 
@@ -116,7 +117,7 @@ extension EndToEnd {
                 var response = TestResponse.feed(Self.fixture)
                 response.conditional = false
                 server.setResponses("/feed", [response])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (reply, _) = try await get(
                         client, server.url("/feed"), headers: [("If-Modified-Since", TestResponse.defaultLastModified)]
                     )
@@ -129,7 +130,7 @@ extension EndToEnd {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (response, body) = try await get(
                         client, server.url("/feed"), headers: [("Accept-Encoding", "gzip")])
                     #expect(response.status == .ok)
@@ -158,7 +159,7 @@ extension EndToEnd {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await withClient(decompression: true) { client in
+                try await Self.withClient(decompression: true) { client in
                     let (response, body) = try await get(client, server.url("/feed"))
                     #expect(response.status == .ok)
                     #expect(response.headers.first(name: "Content-Encoding") == "gzip")
@@ -173,7 +174,7 @@ extension EndToEnd {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/broken", [.status(500)])
                 server.setResponses("/busy", [.tooManyRequests(retryAfter: "2")])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (broken, _) = try await get(client, server.url("/broken"))
                     #expect(broken.status == .internalServerError)
                     let (busy, _) = try await get(client, server.url("/busy"))
@@ -189,7 +190,7 @@ extension EndToEnd {
         @Test func scriptRunsInOrderAndLastRepeats() async throws {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.status(500), .text("ok")])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let statuses = try await [
                         get(client, server.url("/feed")).0.status,
                         get(client, server.url("/feed?second")).0.status,
@@ -209,7 +210,7 @@ extension EndToEnd {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [TestResponse.feed(Self.fixture).truncated(afterBytes: 1000)])
                 server.setResponses("/gz", [TestResponse.feed(Self.fixture).truncated(afterBytes: 1000)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     // The head arrives with the full length; collecting the body must fail.
                     var request = HTTPClientRequest(url: server.url("/feed"))
                     request.method = .GET
@@ -229,7 +230,7 @@ extension EndToEnd {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/body", [TestResponse.feed(Self.fixture).stalled(afterBytes: 100)])
                 server.setResponses("/head", [TestResponse.feed(Self.fixture).with(.stallBeforeHead)])
-                try await withClient(readTimeout: .milliseconds(300)) { client in
+                try await Self.withClient(readTimeout: .milliseconds(300)) { client in
                     let start = ContinuousClock.now
                     await #expect(throws: (any Error).self) {
                         _ = try await get(client, server.url("/body"))
@@ -247,7 +248,7 @@ extension EndToEnd {
         @Test func shutdownEndsStalledConnections() async throws {
             let server = try await FeedTestServer.start()
             server.setResponses("/feed", [TestResponse.generated(byteCount: 1000).stalled(afterBytes: 10)])
-            try await withClient { client in
+            try await Self.withClient { client in
                 let pending = Task { try await get(client, server.url("/feed")) }
                 try await server.waitForRequests("/feed", count: 1, timeout: .seconds(10))
                 try await Task.sleep(for: .milliseconds(50))
@@ -260,7 +261,7 @@ extension EndToEnd {
             let count = 3_000_001
             try await FeedTestServer.withServer { server in
                 server.setResponses("/big", [.generated(byteCount: count)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (response, body) = try await get(client, server.url("/big"))
                     #expect(response.status == .ok)
                     #expect(body.count == count)
@@ -273,7 +274,7 @@ extension EndToEnd {
             try await FeedTestServer.withServer { server in
                 server.setResponses(
                     "/slow", [TestResponse.text("0123456789abcdefghij").slow(chunkSize: 5, delay: .milliseconds(50))])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let start = ContinuousClock.now
                     let (_, body) = try await get(client, server.url("/slow"))
                     #expect(String(decoding: body, as: UTF8.self) == "0123456789abcdefghij")
@@ -286,7 +287,7 @@ extension EndToEnd {
             let expectedLength = try fixtureBytes().count
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let (response, body) = try await get(client, server.url("/feed"), method: .HEAD)
                     #expect(response.status == .ok)
                     #expect(body.isEmpty)
@@ -300,7 +301,7 @@ extension EndToEnd {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     try await withThrowingTaskGroup(of: [UInt8].self) { group in
                         for _ in 0..<12 {
                             group.addTask { try await get(client, server.url("/feed")).1 }
@@ -323,7 +324,7 @@ extension EndToEnd {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/huge", [.generated(byteCount: 200 * 1024 * 1024)])
                 server.setResponses("/small", [.text("fine")])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let response = try await client.execute(
                         HTTPClientRequest(url: server.url("/huge")), timeout: .seconds(30))
                     var received = 0
@@ -341,7 +342,7 @@ extension EndToEnd {
         @Test func waitForRequests() async throws {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.text("{}")])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let later = Task {
                         try await Task.sleep(for: .milliseconds(100))
                         _ = try await get(client, server.url("/feed"))
@@ -374,7 +375,7 @@ extension EndToEnd {
 
             try await FeedTestServer.withServer { server in
                 server.setResponses("/large", [.feed(file)])
-                try await withClient { client in
+                try await Self.withClient { client in
                     let baseline = residentBytes()
                     var peak = baseline
                     let response = try await client.execute(
