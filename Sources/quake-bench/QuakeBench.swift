@@ -9,7 +9,10 @@ struct QuakeBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quake-bench",
         abstract: "Measure quaked's import against a plain Python peer, in one run.",
-        subcommands: [ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, ModelRun.self],
+        subcommands: [
+            ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, BackfillBenchmark.self,
+            MeasureChild.self, ModelRun.self,
+        ],
         defaultSubcommand: ImportBenchmark.self)
 }
 
@@ -38,21 +41,9 @@ struct ImportBenchmark: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let workDir = URL(fileURLWithPath: work ?? NSTemporaryDirectory() + "/quake-bench")
-        try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
-        let feed = workDir.appendingPathComponent("feed-\(features).geojson")
-        if !FileManager.default.fileExists(atPath: feed.path) {
-            print("generating \(feed.path) …")
-            let gen = try MeasuredProcess.run([
-                "python3", root.appendingPathComponent("scripts/gen-feed.py").path, "--features", "\(features)",
-                feed.path,
-            ])
-            guard gen.status == 0 else { throw ValidationError("gen-feed.py failed (exit \(gen.status))") }
-        }
-        let size = (try FileManager.default.attributesOfItem(atPath: feed.path)[.size] as? Int) ?? 0
-        print("feed: \(features) features, \(String(format: "%.1f", Double(size) / 1e6)) MB")
+        let root = SyntheticFeed.packageRoot
+        let workDir = try SyntheticFeed.workDirectory(work)
+        let feed = try SyntheticFeed.make(features: features, in: workDir).url
 
         let storeDir = workDir.appendingPathComponent("quaked-store")
         let peerDB = workDir.appendingPathComponent("peer.sqlite")
