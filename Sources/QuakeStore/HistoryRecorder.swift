@@ -159,10 +159,15 @@ struct HistoryRecorder {
                 self.token = nil
                 return CommittedChanges()
             }
-            // What a filtered reader judges the changes by (see migration v8): inserts and updates
-            // by the rows as the transaction leaves them, deletes by their tombstones.
+            // What a filtered reader judges the changes by (see migration v8): updates by the rows
+            // as the transaction leaves them, deletes by their tombstones. Inserts are deferred, as
+            // a first import's are: until a later transaction changes such a quake, its row as
+            // stored is its image, and that transaction fills the image in (a random read of each
+            // inserted row saved: a backfill window inserts thousands).
             let thisToken: StatementArguments = [token]
-            try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind <> 'delete'", arguments: thisToken)
+            if committed.updated > 0 {
+                try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind = 'update'", arguments: thisToken)
+            }
             if committed.deleted > 0 {
                 try db.execute(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'", arguments: thisToken)
             }
@@ -173,6 +178,9 @@ struct HistoryRecorder {
                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM historyDeferredImages)") == true
             {
                 try db.execute(sql: HistoryImages.fillDeferred, arguments: thisToken)
+            }
+            if committed.inserted > 0 {
+                try db.execute(sql: "INSERT INTO historyDeferredImages (token) VALUES (?)", arguments: thisToken)
             }
         }
         try db.execute(
