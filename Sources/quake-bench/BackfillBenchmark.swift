@@ -30,10 +30,11 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
     @Flag(
         help: """
-            The FDSN service answers uncompressed, though quaked asks for gzip: its compression, which \
-            the real service does on its own machines, leaves this machine's cores.
+            The FDSN service gzip-compresses the windows, as quaked asks. Off by default: the peer \
+            reads the same bytes uncompressed from a file, and the compression, which the real \
+            service does on its own machines, would run here on the cores quaked uses.
             """)
-    var noGzip = false
+    var gzip = false
 
     @Option(help: "Working directory for the feed and the stores (default: a temp directory).")
     var work: String?
@@ -123,7 +124,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
         var feedBytes: Int
         var runs: Int
         var searchLimit: Int
-        /// Whether the service gzip-compressed the windows (quaked asks for it; not with --no-gzip).
+        /// Whether the service gzip-compressed the windows (quaked asks for it; only with --gzip).
         var gzip: Bool
         var backfillPauseSeconds: Double
         var peer: Summary
@@ -187,12 +188,12 @@ struct BackfillBenchmark: AsyncParsableCommand {
                 throw ValidationError("the FDSN test service took \(loaded) of the feed's \(features) features")
             }
             let (start, end) = (Int(range.lowerBound), Int(range.upperBound) + 1)
-            if noGzip { service.failAlways = .transform { $0.uncompressed() } }
+            if !gzip { service.failAlways = .transform { $0.uncompressed() } }
             say(
                 String(
                     format: "FDSN test service at %@ (search limit %d, %@): %d events loaded in %.1f s",
                     service.baseURL, searchLimit,
-                    noGzip ? "windows uncompressed (--no-gzip)" : "windows gzip-compressed",
+                    gzip ? "windows gzip-compressed (--gzip)" : "windows uncompressed, as the peer's file (--gzip compresses them)",
                     loaded, (ContinuousClock.now - loadStarted).inSeconds))
             say(
                 "job: \(FDSNTestService.formatTime(Int64(start)))Z to \(FDSNTestService.formatTime(Int64(end)))Z (end excluded), "
@@ -479,7 +480,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
         row("peer: quaked --once, empty store", peer)
         row("quaked --once, store with 1 event", nonEmpty)
         row(
-            noGzip ? "quaked backfill (FDSN, 0s, no gzip)" : "quaked backfill (FDSN, pause 0s)", backfill,
+            gzip ? "quaked backfill (FDSN, 0s, gzip)" : "quaked backfill (FDSN, pause 0s)", backfill,
             windows: String(format: "%.0f [%.0f]", windows.median, windows.fastest))
         say("")
         say(
@@ -535,7 +536,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
         if json {
             let figures = Figures(
-                features: features, feedBytes: feedBytes, runs: runs, searchLimit: searchLimit, gzip: !noGzip,
+                features: features, feedBytes: feedBytes, runs: runs, searchLimit: searchLimit, gzip: gzip,
                 backfillPauseSeconds: 0,
                 peer: peer, peerNonEmpty: nonEmpty, backfill: backfill, windowsDone: windows, ratio: toPeer,
                 ratioToNonEmpty: toNonEmpty, goals: goals, serviceAlone: alone, peerRuns: peers,
