@@ -99,7 +99,7 @@ final class CatalogSync: Service, Sendable {
                 return false
             }
             let position = try store.catalogPosition(url: url) ?? span.oldest
-            let now = QuakeStoreTime.milliseconds(startedAt)
+            let now = Int64(IOQuaked.FeedStatus.milliseconds(startedAt))
             let query = CatalogQuery(
                 start: span.oldest, end: max(now + 60_000, span.newest + 1), minMagnitude: settings.minMagnitude,
                 region: settings.region,
@@ -164,12 +164,5 @@ final class CatalogSync: Service, Sendable {
             lastError: status.lastError, nextRun: status.nextRun.map(IOQuaked.FeedStatus.milliseconds),
             lastUpdated: status.lastRun?.updated, lastDeleted: status.lastRun?.deleted,
             lastInserted: status.lastRun?.inserted)
-    }
-}
-
-/// Milliseconds since the epoch, as the store counts them.
-enum QuakeStoreTime {
-    static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 }
