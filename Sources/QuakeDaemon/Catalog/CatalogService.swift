@@ -127,14 +127,7 @@ public struct CatalogQuery: Sendable, Hashable {
             ms += 1000
             seconds -= 1
         }
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ n: Int32, _ width: Int) -> String {
-            let s = String(n)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ms), 3))"
+        return UTCTime.text(seconds: &seconds, milliseconds: Int(ms))
     }
 }
 

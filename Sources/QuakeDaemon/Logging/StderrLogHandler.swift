@@ -81,14 +81,7 @@ public struct StderrLogHandler: LogHandler {
         let interval = date.timeIntervalSince1970
         var seconds = time_t(interval.rounded(.down))
         let millis = min(999, Int((interval - Double(seconds)) * 1000))
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))"
-            + "T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+        return UTCTime.text(seconds: &seconds, milliseconds: millis) + "Z"
     }
 
     /// Quotes values that would be ambiguous unquoted (empty, spaces, quotes, `=`, newlines).
