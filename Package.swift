@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // TLS settings for sslmode (postgres-nio's own dependency).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // libsystemd: sd_notify, sd_listen_fds, sd_journal_sendv.
@@ -119,6 +122,22 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // `quakectl sync`: the PostgreSQL/PostGIS sink, a WatchCache whose rows and position are a
+        // PostgreSQL table and a row of quaked_sync_state, and the libpq-style connection settings.
+        .target(
+            name: "QuakePostgres",
+            dependencies: [
+                "QuakeClient",
+                "QuakeProtocol",
+                "Varlink",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // World coastlines (Natural Earth 1:110m, shipped), the equirectangular projection and a
         // braille rasterizer: `quakectl map` and the SVG export.
         .target(name: "QuakeMap", exclude: ["NATURAL_EARTH.md"]),
@@ -127,6 +146,7 @@ let package = Package(
             name: "QuakeCtl",
             dependencies: [
                 "QuakeClient",
+                "QuakePostgres",
                 "QuakeMap",
                 "QuakeFeed",
                 "QuakeProtocol",
@@ -144,6 +164,7 @@ let package = Package(
                 "QuakeFeed",
                 "QuakeStore",
                 "QuakeClient",
+                "QuakePostgres",
                 "QuakeProtocol",
                 "Varlink",
                 "QuakeTestSupport",
@@ -191,7 +212,7 @@ let package = Package(
         .testTarget(
             name: "QuakeCtlTests",
             dependencies: [
-                "QuakeCtl", "QuakeClient", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
+                "QuakeCtl", "QuakeClient", "QuakePostgres", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
                 "QuakeModelCheck", "QuakeMap",
                 // The real sshd of the --host test, run as a child Foundation's Process cannot follow
                 // (sshd closes the descriptors it inherits, which Process takes for an exit).

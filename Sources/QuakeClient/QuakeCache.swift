@@ -20,6 +20,13 @@ public struct QuakeCache: Sendable {
         public var appliedAt: Int64
         /// The filter the rows were selected with (``FilterKey``), nil for every quake.
         public var filter: String?
+
+        public init(storeId: String, token: Int, appliedAt: Int64, filter: String?) {
+            self.storeId = storeId
+            self.token = token
+            self.appliedAt = appliedAt
+            self.filter = filter
+        }
     }
 
     public let path: String
@@ -152,9 +159,10 @@ public struct QuakeCache: Sendable {
     /// SQLite transaction, so a change is queued exactly when it is applied.
     @discardableResult
     public func apply(
-        _ transaction: IOQuaked.Transaction, storeId: String, now: Date = Date(), outbox: [OutboxEntry] = []
+        _ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry] = []
     ) throws -> Bool {
-        try writer.write { db in
+        let now = Date()
+        return try writer.write { db in
             guard let position = try Self.position(db), position.storeId == storeId,
                 position.token < transaction.token
             else { return false }
@@ -178,7 +186,8 @@ public struct QuakeCache: Sendable {
     }
 
     /// Moves the token on past transactions a filter left out (nothing in them to apply).
-    public func advance(storeId: String, to token: Int, now: Date = Date()) throws {
+    public func advance(storeId: String, to token: Int) throws {
+        let now = Date()
         try writer.write { db in
             try db.execute(
                 sql: "UPDATE position SET token = ?, appliedAt = ? WHERE storeId = ? AND token < ?",
@@ -202,8 +211,9 @@ public struct QuakeCache: Sendable {
     /// Replaces the rows by the staged snapshot and sets the position, in one transaction.
     /// Returns how many quakes the cache now holds.
     @discardableResult
-    public func finishReset(storeId: String, token: Int, filter: String? = nil, now: Date = Date()) throws -> Int {
-        try writer.write { db in
+    public func finishReset(storeId: String, token: Int, filter: String? = nil) throws -> Int {
+        let now = Date()
+        return try writer.write { db in
             try db.execute(sql: "DELETE FROM quakes")
             try db.execute(sql: "INSERT INTO quakes SELECT * FROM staging")
             try db.execute(sql: "DELETE FROM staging")

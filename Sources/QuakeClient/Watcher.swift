@@ -19,6 +19,11 @@ public enum WatchEvent: Sendable {
     case applied(IOQuaked.Transaction, storeId: String, before: [String: IOQuaked.Quake], isBacklog: Bool)
     /// `lastCount`: the newest quakes of the cache when the watch started, oldest first. Sent once.
     case recent([IOQuaked.Quake])
+    /// The cache failed (a ``WatchCacheError`` that is not permanent: a database that went away,
+    /// say). Nothing applied is lost; the watcher retries with backoff. Sent once per outage.
+    case cacheUnavailable(reason: any Error)
+    /// The cache works again after ``cacheUnavailable(reason:)``: a catch-up went through.
+    case cacheRecovered
 }
 
 /// Asks a running ``Watcher`` to stop (quakectl's SIGTERM, SIGINT and SIGHUP): the transaction
@@ -51,7 +56,8 @@ public final class WatchStop: Sendable {
     }
 }
 
-/// The `watch` loop: keeps a ``QuakeCache`` in step with quaked and reports each change once.
+/// The `watch` loop: keeps a ``WatchCache`` (``QuakeCache`` for `watch`, a PostgreSQL table for
+/// `sync`) in step with quaked and reports each change once.
 ///
 /// It subscribes first, then catches up from the cache's token with paged FetchHistory, then
 /// catches up again whenever a notification (or heartbeat) shows a newer head; so nothing that
@@ -111,9 +117,9 @@ public struct Watcher: Sendable {
     }
 
     public let options: Options
-    public let cache: QuakeCache
+    public let cache: any WatchCache
 
-    public init(options: Options, cache: QuakeCache) {
+    public init(options: Options, cache: any WatchCache) {
         self.options = options
         self.cache = cache
     }
@@ -123,13 +129,15 @@ public struct Watcher: Sendable {
     public func run(stop: WatchStop = WatchStop(), _ handle: @escaping Handler) async throws {
         var backoff = options.initialBackoff
         var away = false
+        let cacheAway = NIOLockedValueBox(false)
         var printFrom: Int?
         let recentDone = NIOLockedValueBox(options.lastCount == nil)
         while true {
             if stop.isRequested { return }
             do {
                 try await session(
-                    printFrom: &printFrom, quiet: away, stop: stop, recentDone: recentDone, handle: handle
+                    printFrom: &printFrom, quiet: away, stop: stop, recentDone: recentDone, cacheAway: cacheAway,
+                    handle: handle
                 ) {
                     backoff = options.initialBackoff
                     try await handle(.connected(afterOutage: away))
@@ -141,6 +149,13 @@ public struct Watcher: Sendable {
                 throw error  // no ssh, no remote quakectl, no permission: retrying changes nothing
             } catch let error as OrgVarlinkService.Failure {
                 throw error  // PermissionDenied, InvalidParameter, ...: retrying changes nothing
+            } catch let error as any WatchCacheError {
+                if error.isPermanent { throw error }
+                if stop.isRequested { return }
+                if !cacheAway.withLockedValue({ $0 }) {
+                    cacheAway.withLockedValue { $0 = true }
+                    try await handle(.cacheUnavailable(reason: error))
+                }
             } catch is CancellationError {
                 throw CancellationError()
             } catch let error as HandlerError {
@@ -170,7 +185,7 @@ public struct Watcher: Sendable {
     /// the remote bridge's message on stderr each time.
     private func session(
         printFrom: inout Int?, quiet: Bool, stop: WatchStop, recentDone: NIOLockedValueBox<Bool>,
-        handle: @escaping Handler, connected: () async throws -> Void
+        cacheAway: NIOLockedValueBox<Bool>, handle: @escaping Handler, connected: () async throws -> Void
     ) async throws {
         var endpoint = options.endpoint
         if quiet, case .ssh(var route) = endpoint {
@@ -181,7 +196,7 @@ public struct Watcher: Sendable {
             try await QuakedConnection.with(endpoint) { requests in
                 // A stop closes both, which ends any wait on them.
                 guard stop.register([subscription, requests]) else { throw CancellationError() }
-                let context = Context(stop: stop, recentDone: recentDone, handle: handle)
+                let context = Context(stop: stop, recentDone: recentDone, cacheAway: cacheAway, handle: handle)
                 try await follow(subscription, requests, printFrom: &printFrom, context: context, connected: connected)
             }
         }
@@ -192,6 +207,8 @@ public struct Watcher: Sendable {
         let stop: WatchStop
         /// Whether ``WatchEvent/recent(_:)`` has been sent (or is not wanted).
         let recentDone: NIOLockedValueBox<Bool>
+        /// Whether ``WatchEvent/cacheUnavailable(reason:)`` was sent and the cache has not worked since.
+        let cacheAway: NIOLockedValueBox<Bool>
         let handle: Handler
     }
 
@@ -207,10 +224,14 @@ public struct Watcher: Sendable {
         if options.sinceNow && printFrom == nil { printFrom = first.headToken }
         let floor = printFrom
         // A cache kept with the same filter: its newest quakes are the ones to show first.
-        if let position = try cache.position(), position.filter == options.filter?.key {
+        if let position = try await cache.position(), position.filter == options.filter?.key {
             try await sendRecent(context)
         }
         try await catchUp(requests, storeId: first.storeId, head: first.headToken, backlogThrough: floor, context: context)
+        if context.cacheAway.withLockedValue({ $0 }) {
+            context.cacheAway.withLockedValue { $0 = false }
+            do { try await context.handle(.cacheRecovered) } catch { throw HandlerError(underlying: error) }
+        }
 
         // A daemon that stops sending (not even heartbeats) is treated as gone.
         let lastEvent = EventClock()
@@ -241,7 +262,7 @@ public struct Watcher: Sendable {
     private func sendRecent(_ context: Context) async throws {
         guard let count = options.lastCount, !context.recentDone.withLockedValue({ $0 }) else { return }
         context.recentDone.withLockedValue { $0 = true }
-        let quakes = try cache.newest(count)
+        let quakes = try await cache.newest(count)
         do { try await context.handle(.recent(quakes)) } catch { throw HandlerError(underlying: error) }
     }
 
@@ -249,7 +270,7 @@ public struct Watcher: Sendable {
     func catchUp(
         _ connection: QuakedConnection, storeId: String, head: Int, backlogThrough: Int?, context: Context
     ) async throws {
-        var position = try cache.position()
+        var position = try await cache.position()
         if position == nil {
             position = try await reset(connection, reason: "new cache", context: context)
         } else if position?.storeId != storeId {
@@ -292,7 +313,7 @@ public struct Watcher: Sendable {
             }
             if options.filter != nil, following.token > (page.transactions.last?.token ?? 0) {
                 // The filter left the page's last transactions out: the cache is at its end all the same.
-                try cache.advance(storeId: following.storeId, to: following.token)
+                try await cache.advance(storeId: following.storeId, to: following.token)
             }
             position = following
             // Without more, the head may still have moved on while paging; the next event says so.
@@ -329,7 +350,7 @@ public struct Watcher: Sendable {
     }
 
     /// Delivers each of a page's transactions (reports it), then applies it to the cache in one
-    /// SQLite transaction. Delivery comes first: a watch stopped between the two delivers the
+    /// cache transaction. Delivery comes first: a watch stopped between the two delivers the
     /// transaction again when it next runs, never not at all. A stop (``WatchStop``) lets the
     /// transaction in hand finish, delivered and applied, and then ends the watch; so does a
     /// cancellation, which cannot interrupt a delivery either.
@@ -337,7 +358,7 @@ public struct Watcher: Sendable {
         let cache = cache
         for transaction in page.transactions {
             if context.stop.isRequested || Task.isCancelled { throw CancellationError() }
-            guard let before = try cache.prepare(transaction, storeId: page.storeId) else { continue }
+            guard let before = try await cache.prepare(transaction, storeId: page.storeId) else { continue }
             let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
             let storeId = page.storeId
             let handle = context.handle
@@ -350,7 +371,7 @@ public struct Watcher: Sendable {
                     throw HandlerError(underlying: error)
                 }
                 let queued = outbox?.entries(transaction, storeId, before, backlog) ?? []
-                try cache.apply(transaction, storeId: storeId, outbox: queued)
+                try await cache.apply(transaction, storeId: storeId, outbox: queued)
                 if !queued.isEmpty { outbox?.queued() }
             }
             try await delivery.value
@@ -362,16 +383,23 @@ public struct Watcher: Sendable {
         -> QuakeCache.Position
     {
         let handle = context.handle
-        try cache.beginReset()
+        let count: Int
         var storeId: String?
         var token = 0
-        for try await page in try await connection.snapshot(pageSize: options.snapshotPageSize, filter: options.filter) {
-            try cache.stage(page.quakes)
-            storeId = page.storeId
-            token = page.token
+        do {
+            try await cache.beginReset()
+            for try await page in try await connection.snapshot(pageSize: options.snapshotPageSize, filter: options.filter) {
+                try await cache.stage(page.quakes)
+                storeId = page.storeId
+                token = page.token
+            }
+            guard let storeId else { throw VarlinkConnectionError.invalidReply("Snapshot sent no page") }
+            count = try await cache.finishReset(storeId: storeId, token: token, filter: options.filter?.key)
+        } catch {
+            await cache.abandonReset()
+            throw error
         }
         guard let storeId else { throw VarlinkConnectionError.invalidReply("Snapshot sent no page") }
-        let count = try cache.finishReset(storeId: storeId, token: token, filter: options.filter?.key)
         do {
             try await handle(.reset(storeId: storeId, token: token, quakes: count, reason: reason))
         } catch {

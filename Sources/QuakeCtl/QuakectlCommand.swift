@@ -18,7 +18,7 @@ public struct QuakectlCommand: AsyncParsableCommand {
         subcommands: [
             WatchCommand.self, RefreshCommand.self, ListCommand.self, ShowCommand.self, DeleteCommand.self,
             ExportCommand.self, StatusCommand.self, HistoryCommand.self, ReloadCommand.self, BridgeCommand.self,
-            MetricsCommand.self, MapCommand.self, BackfillCommand.self,
+            MetricsCommand.self, MapCommand.self, BackfillCommand.self, SyncCommand.self,
         ])
     public init() {}
 }

@@ -187,9 +187,9 @@ struct MapView {
     mutating func apply(_ event: WatchEvent) {
         let now = Int(Date().timeIntervalSince1970 * 1000)
         switch event {
-        case .disconnected(let reason):
+        case .disconnected(let reason), .cacheUnavailable(let reason):
             away = QuakectlError.from(reason).message
-        case .connected:
+        case .connected, .cacheRecovered:
             away = nil
         case .applied(let transaction, _, _, _):
             for change in transaction.changes {

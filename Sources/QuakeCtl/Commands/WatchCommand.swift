@@ -252,6 +252,10 @@ struct WatchPrinter: Sendable {
             if afterOutage { Console.err("quakectl: reconnected to quaked; catching up from the cache's token.\n") }
         case .disconnected(let reason):
             Console.err("quakectl: \(QuakectlError.from(reason).message) Retrying; the cache is kept.\n")
+        case .cacheUnavailable(let reason):
+            Console.err("quakectl: \(QuakectlError.from(reason).message) Retrying with backoff.\n")
+        case .cacheRecovered:
+            Console.err("quakectl: the cache works again.\n")
         case .reset(let storeId, let token, let quakes, let reason):
             if style.json {
                 Console.line(

@@ -1,0 +1,241 @@
+import NIOCore
+import PostgresNIO
+import QuakeProtocol
+
+/// The sink's table: one column per field of `IOQuaked.Quake`, in the interface's order, named in
+/// snake case (`magType` is `mag_type`), with the times (`time`, `updated`: milliseconds in the
+/// store) as `timestamptz`, and, where PostGIS is installed, `geom`, a `geometry(PointZ, 4326)`
+/// that PostgreSQL computes from `lon`, `lat` and `depth` (km, positive down, as in the feed; NaN
+/// when the depth is unknown; NULL without a position).
+struct QuakeTable: Sendable {
+    enum Kind: Sendable {
+        case text, int, float, time
+
+        /// The type as `format_type` names it.
+        var sqlType: String {
+            switch self {
+            case .text: "text"
+            case .int: "bigint"
+            case .float: "double precision"
+            case .time: "timestamp with time zone"
+            }
+        }
+    }
+
+    struct Column: Sendable {
+        var name: String
+        var kind: Kind
+    }
+
+    static let columns: [Column] = [
+        .init(name: "id", kind: .text), .init(name: "mag", kind: .float), .init(name: "place", kind: .text),
+        .init(name: "time", kind: .time), .init(name: "updated", kind: .time), .init(name: "tz", kind: .int),
+        .init(name: "url", kind: .text), .init(name: "detail", kind: .text), .init(name: "felt", kind: .int),
+        .init(name: "cdi", kind: .float), .init(name: "mmi", kind: .float), .init(name: "alert", kind: .text),
+        .init(name: "status", kind: .text), .init(name: "tsunami", kind: .int), .init(name: "sig", kind: .int),
+        .init(name: "net", kind: .text), .init(name: "code", kind: .text), .init(name: "ids", kind: .text),
+        .init(name: "sources", kind: .text), .init(name: "types", kind: .text), .init(name: "nst", kind: .int),
+        .init(name: "dmin", kind: .float), .init(name: "rms", kind: .float), .init(name: "gap", kind: .float),
+        .init(name: "mag_type", kind: .text), .init(name: "type", kind: .text), .init(name: "title", kind: .text),
+        .init(name: "lon", kind: .float), .init(name: "lat", kind: .float), .init(name: "depth", kind: .float),
+    ]
+
+    static let geometryType = "geometry(PointZ,4326)"
+
+    /// A quake's values, in ``columns`` order.
+    enum Value {
+        case text(String?), int(Int?), float(Double?), time(Int?)
+    }
+
+    static func values(_ q: IOQuaked.Quake) -> [Value] {
+        [
+            .text(q.id), .float(q.mag), .text(q.place), .time(q.time), .time(q.updated), .int(q.tz), .text(q.url),
+            .text(q.detail), .int(q.felt), .float(q.cdi), .float(q.mmi), .text(q.alert), .text(q.status),
+            .int(q.tsunami), .int(q.sig), .text(q.net), .text(q.code), .text(q.ids), .text(q.sources), .text(q.types),
+            .int(q.nst), .float(q.dmin), .float(q.rms), .float(q.gap), .text(q.magType), .text(q.type),
+            .text(q.title), .float(q.lon), .float(q.lat), .float(q.depth),
+        ]
+    }
+
+    /// A double-quoted identifier (the names are checked, but quoting is what makes them safe).
+    static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Text PostgreSQL can hold: it has no U+0000 (the store may), which becomes U+FFFD.
+    static func storable(_ text: String) -> String {
+        text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+    }
+
+    let name: String
+    let quotedName: String
+
+    init(name: String) {
+        self.name = name
+        quotedName = Self.quoted(name)
+    }
+
+    func createSQL(geometry: Bool) -> [String] {
+        var definitions = Self.columns.map { column in
+            "\(Self.quoted(column.name)) \(column.kind.sqlType)"
+                + (column.name == "id" ? " PRIMARY KEY" : column.name == "time" ? " NOT NULL" : "")
+        }
+        if geometry { definitions.append(Self.geometryDefinition) }
+        return [
+            "CREATE TABLE \(quotedName) (\n  " + definitions.joined(separator: ",\n  ") + "\n)",
+            "CREATE INDEX ON \(quotedName) (\"time\")",
+        ] + (geometry ? [geometryIndexSQL] : [])
+    }
+
+    static let geometryDefinition = """
+        geom \(geometryType) GENERATED ALWAYS AS (CASE WHEN lon IS NULL OR lat IS NULL THEN NULL \
+        ELSE ST_SetSRID(ST_MakePoint(lon, lat, coalesce(depth, 'NaN'::float8)), 4326) END) STORED
+        """
+
+    var geometryIndexSQL: String { "CREATE INDEX ON \(quotedName) USING gist (geom)" }
+
+    /// The upsert of one quake, its values bound in ``columns`` order (times as epoch ms).
+    var upsertSQL: String {
+        let names = Self.columns.map { Self.quoted($0.name) }
+        let placeholders = Self.columns.enumerated().map { index, column in
+            column.kind == .time
+                ? "'epoch'::timestamptz + $\(index + 1)::bigint * interval '1 millisecond'" : "$\(index + 1)"
+        }
+        let updates = names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }
+        return """
+            INSERT INTO \(quotedName) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", "))) \
+            ON CONFLICT (id) DO UPDATE SET \(updates.joined(separator: ", "))
+            """
+    }
+
+    func upsert(_ quake: IOQuaked.Quake) throws -> PostgresQuery {
+        var binds = PostgresBindings(capacity: Self.columns.count)
+        for value in Self.values(quake) {
+            switch value {
+            case .text(let text): binds.append(text.map(Self.storable))
+            case .int(let int): binds.append(int)
+            case .float(let float): binds.append(float)
+            case .time(let ms): binds.append(ms)
+            }
+        }
+        return PostgresQuery(unsafeSQL: upsertSQL, binds: binds)
+    }
+
+    /// The columns read back as the quake's fields (times as epoch ms).
+    var selectList: String {
+        Self.columns.map { column in
+            column.kind == .time
+                ? "(extract(epoch FROM \(Self.quoted(column.name))) * 1000)::bigint" : Self.quoted(column.name)
+        }.joined(separator: ", ")
+    }
+
+    /// A row of ``selectList`` as a quake.
+    static func quake(_ row: PostgresRow) throws -> IOQuaked.Quake {
+        var cells = row.makeIterator()
+        func next<T: PostgresDecodable>(_: T.Type) throws -> T? where T._DecodableType == T {
+            guard let cell = cells.next() else { throw PostgresDecodingError.Code.missingData }
+            return try cell.decode(T?.self)
+        }
+        // Swift evaluates arguments left to right: the cells are read in ``columns`` order.
+        let id = try next(String.self)
+        let mag = try next(Double.self)
+        let place = try next(String.self)
+        let time = try next(Int.self)
+        guard let id, let time else { throw PostgresDecodingError.Code.missingData }
+        return IOQuaked.Quake(
+            id: id, mag: mag, place: place, time: time, updated: try next(Int.self), tz: try next(Int.self),
+            url: try next(String.self), detail: try next(String.self), felt: try next(Int.self),
+            cdi: try next(Double.self), mmi: try next(Double.self), alert: try next(String.self),
+            status: try next(String.self), tsunami: try next(Int.self), sig: try next(Int.self),
+            net: try next(String.self), code: try next(String.self), ids: try next(String.self),
+            sources: try next(String.self), types: try next(String.self), nst: try next(Int.self),
+            dmin: try next(Double.self), rms: try next(Double.self), gap: try next(Double.self),
+            magType: try next(String.self), type: try next(String.self), title: try next(String.self),
+            lon: try next(Double.self), lat: try next(Double.self), depth: try next(Double.self))
+    }
+
+    // MARK: COPY
+
+    /// Appends quakes to `buffer` as COPY's text format: tab-separated, `\N` for NULL, times as
+    /// ISO 8601 in UTC.
+    static func copyText(_ quakes: [IOQuaked.Quake], into buffer: inout ByteBuffer) {
+        for quake in quakes {
+            for (index, value) in values(quake).enumerated() {
+                if index > 0 { buffer.writeInteger(UInt8(ascii: "\t")) }
+                switch value {
+                case .text(nil), .int(nil), .float(nil), .time(nil):
+                    buffer.writeStaticString("\\N")
+                case .text(let text?):
+                    writeEscaped(storable(text), into: &buffer)
+                case .int(let int?):
+                    buffer.writeString(String(int))
+                case .float(let float?):
+                    buffer.writeString(float.description)
+                case .time(let ms?):
+                    writeTimestamp(ms, into: &buffer)
+                }
+            }
+            buffer.writeInteger(UInt8(ascii: "\n"))
+        }
+    }
+
+    private static func writeEscaped(_ text: String, into buffer: inout ByteBuffer) {
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for (index, byte) in bytes.enumerated() {
+                let escape: StaticString?
+                switch byte {
+                case UInt8(ascii: "\\"): escape = "\\\\"
+                case UInt8(ascii: "\n"): escape = "\\n"
+                case UInt8(ascii: "\r"): escape = "\\r"
+                case UInt8(ascii: "\t"): escape = "\\t"
+                default: escape = nil
+                }
+                if let escape {
+                    buffer.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start..<index]))
+                    buffer.writeStaticString(escape)
+                    start = index + 1
+                }
+            }
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start...]))
+        }
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS.mmm+00` for milliseconds since the epoch (proleptic Gregorian;
+    /// years before 1 are written as PostgreSQL's `BC`).
+    static func writeTimestamp(_ ms: Int, into buffer: inout ByteBuffer) {
+        let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
+        let (day, millis) = msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
+        // Howard Hinnant's civil_from_days.
+        let z = day + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func pad(_ value: Int, _ width: Int) {
+            let digits = String(value)
+            for _ in digits.count..<max(width, digits.count) { buffer.writeInteger(UInt8(ascii: "0")) }
+            buffer.writeString(digits)
+        }
+        pad(y > 0 ? y : 1 - y, 4)
+        buffer.writeInteger(UInt8(ascii: "-"))
+        pad(m, 2)
+        buffer.writeInteger(UInt8(ascii: "-"))
+        pad(d, 2)
+        buffer.writeInteger(UInt8(ascii: " "))
+        pad(millis / 3_600_000, 2)
+        buffer.writeInteger(UInt8(ascii: ":"))
+        pad(millis / 60_000 % 60, 2)
+        buffer.writeInteger(UInt8(ascii: ":"))
+        pad(millis / 1000 % 60, 2)
+        buffer.writeInteger(UInt8(ascii: "."))
+        pad(millis % 1000, 3)
+        buffer.writeStaticString("+00")
+        if y <= 0 { buffer.writeStaticString(" BC") }
+    }
+}
