@@ -6,12 +6,12 @@ import QuakeTestSupport
 import Testing
 
 /// `--help` of every command against the stored copies in `Help/`. After an intended change,
-/// regenerate them: `for c in "" watch ... metrics map; do COLUMNS=80 quakectl $c --help > Help/${c:-quakectl}.txt; done`.
+/// regenerate them: `for c in "" watch ... metrics map backfill sync; do COLUMNS=80 quakectl $c --help > Help/${c:-quakectl}.txt; done`.
 @Suite struct HelpTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Help")
     static let commands = [
         "quakectl", "watch", "refresh", "list", "show", "delete", "export", "status", "history", "reload", "bridge",
-        "metrics", "map", "backfill",
+        "metrics", "map", "backfill", "sync",
     ]
 
     @Test(arguments: commands) func helpMatchesTheStoredCopy(command: String) async throws {
