@@ -135,6 +135,12 @@ extension ClientEndToEnd {
                     try await change.value
                 }
 
+                // Both sinks up (their signal handlers set) before the first step.
+                for (sink, process) in processes.enumerated() {
+                    try await SyncTests.expectInStep(
+                        process, daemon, url: url, name: sinks[sink].name, table: sinks[sink].name,
+                        filter: sinks[sink].filter)
+                }
                 for (index, step) in testCase.steps.enumerated() {
                     do {
                         switch step {
