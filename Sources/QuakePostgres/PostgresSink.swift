@@ -237,6 +237,21 @@ public actor PostgresSink: WatchCache {
         }
     }
 
+    /// The table's columns as the sink writes them (COPY's column list), `geom` not among them.
+    public static var columnNames: [String] { QuakeTable.columns.map(\.name) }
+
+    /// The statements that create a sink's table (and its indexes).
+    public static func createTableSQL(table: String, geometry: Bool) -> [String] {
+        QuakeTable(name: table).createSQL(geometry: geometry)
+    }
+
+    /// Quakes as the sink sends them to COPY (text format), for a peer that loads the same bytes.
+    public static func copyText(_ quakes: [IOQuaked.Quake]) -> [UInt8] {
+        var buffer = ByteBufferAllocator().buffer(capacity: quakes.count * 400)
+        QuakeTable.copyText(quakes, into: &buffer)
+        return Array(buffer.readableBytesView)
+    }
+
     /// Closes the connection (a reset in flight is rolled back).
     public func close() async {
         resetting = false

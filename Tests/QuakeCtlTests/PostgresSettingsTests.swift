@@ -1,0 +1,131 @@
+import Foundation
+import QuakePostgres
+import QuakeProtocol
+import QuakeTestSupport
+import Testing
+
+/// `quakectl sync`'s connection settings as libpq reads them, and the COPY text it sends.
+@Suite struct PostgresSettingsTests {
+    @Test func aURLGivesEveryPart() throws {
+        let settings = try PostgresSettings.resolve(
+            url: "postgresql://ann%40team:p%3Ass@db.example.org:6543/cat%2Falog?sslmode=verify-full&sslrootcert=/etc/ca.pem&application_name=x&connect_timeout=3",
+            environment: ["PGHOST": "ignored", "PGUSER": "ignored"])
+        #expect(settings.host == "db.example.org")
+        #expect(settings.port == 6543)
+        #expect(settings.user == "ann@team")
+        #expect(settings.password == "p:ss")
+        #expect(settings.database == "cat/alog")
+        #expect(settings.sslMode == .verifyFull)
+        #expect(settings.sslRootCert == "/etc/ca.pem")
+        #expect(settings.connectTimeout == 3)
+        #expect(settings.applicationName == "x")
+        #expect(settings.unixSocketPath == nil)
+        #expect(!settings.redacted.contains("p:ss"))
+        #expect(PostgresSettings.redact("postgresql://ann:secret@h/db") == "postgresql://ann:***@h/db")
+    }
+
+    @Test func theEnvironmentFillsWhatTheURLLeavesOut() throws {
+        let environment = [
+            "PGHOST": "/run/pg", "PGPORT": "5433", "PGUSER": "bob", "PGPASSWORD": "pw", "PGDATABASE": "quakes",
+            "PGSSLMODE": "disable",
+        ]
+        let settings = try PostgresSettings.resolve(url: "postgresql://", environment: environment)
+        #expect(settings.host == "/run/pg")
+        #expect(settings.unixSocketPath == "/run/pg/.s.PGSQL.5433")
+        #expect(settings.user == "bob")
+        #expect(settings.password == "pw")
+        #expect(settings.database == "quakes")
+        #expect(settings.sslMode == .disable)
+        // Nothing at all: Debian's socket directory, the user's name for user and database.
+        let defaults = try PostgresSettings.resolve(url: nil, environment: [:], userName: "carol")
+        #expect(defaults.unixSocketPath == "/var/run/postgresql/.s.PGSQL.5432")
+        #expect(defaults.user == "carol")
+        #expect(defaults.database == "carol")
+        #expect(defaults.sslMode == .prefer)
+        #expect(defaults.password == nil)
+        // A socket directory in the URL, percent-encoded or as a parameter; IPv6 in brackets.
+        #expect(try PostgresSettings.resolve(url: "postgresql://%2Ftmp%2Fpg/db", environment: [:]).host == "/tmp/pg")
+        #expect(try PostgresSettings.resolve(url: "postgresql:///db?host=/tmp/pg", environment: [:]).host == "/tmp/pg")
+        let v6 = try PostgresSettings.resolve(url: "postgres://[::1]:7000/db", environment: [:])
+        #expect(v6.host == "::1" && v6.port == 7000)
+    }
+
+    @Test func passwordsComeFromTheFileOrPgpass() throws {
+        try withTemporaryDirectoryBlocking { dir in
+            let secret = dir.appendingPathComponent("password")
+            try "s3cret:x\n".write(to: secret, atomically: true, encoding: .utf8)
+            let fromFile = try PostgresSettings.resolve(
+                url: "postgresql://u@h/d", environment: [:], passwordFile: secret.path)
+            #expect(fromFile.password == "s3cret:x")
+            // The URL's password and PGPASSWORD come first.
+            #expect(
+                try PostgresSettings.resolve(
+                    url: "postgresql://u:url@h/d", environment: ["PGPASSWORD": "env"], passwordFile: secret.path
+                ).password == "url")
+            #expect(
+                try PostgresSettings.resolve(url: "postgresql://u@h/d", environment: ["PGPASSWORD": "env"], passwordFile: secret.path)
+                    .password == "env")
+            let pgpass = dir.appendingPathComponent("pgpass")
+            try """
+                # comment
+                other:5432:d:u:wrong
+                h:5432:*:u:pa\\:ss
+                *:*:*:*:fallback
+                """.write(to: pgpass, atomically: true, encoding: .utf8)
+            #expect(
+                try PostgresSettings.resolve(url: "postgresql://u@h/d", environment: ["PGPASSFILE": pgpass.path]).password
+                    == "pa:ss")
+            #expect(
+                try PostgresSettings.resolve(url: "postgresql://v@h2/d", environment: ["PGPASSFILE": pgpass.path]).password
+                    == "fallback")
+            #expect(throws: PostgresSettings.Invalid.self) {
+                try PostgresSettings.resolve(url: "postgresql://u@h/d", environment: [:], passwordFile: "/nonexistent/x")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("mysql://h/d", "is not a postgresql:// URL"),
+        ("postgresql://h:99999/d", "is not a port number"),
+        ("postgresql://h/d?sslmode=sometimes", "sslmode \"sometimes\" is not one of"),
+        ("postgresql://h/d?options=-c", "\"options\" is not one quakectl sync takes"),
+        ("postgresql://a,b/d", "several hosts are not supported"),
+        ("postgresql://h/d?connect_timeout=soon", "connect_timeout"),
+    ])
+    func badSettingsAreNamed(url: String, message: String) {
+        #expect {
+            try PostgresSettings.resolve(url: url, environment: [:])
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func copyTextEscapesAndWritesTimesAsUTC() throws {
+        var random = SystemRandomNumberGenerator()
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withFractionalSeconds, .withDashSeparatorInDate]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        for _ in 0..<2000 {
+            // 1900 to 2200, in ms.
+            let ms = Int.random(in: -2_208_988_800_000...7_258_118_400_000, using: &random)
+            let quake = IOQuaked.Quake(id: "x", time: ms)
+            let line = String(decoding: PostgresSink.copyText([quake]), as: UTF8.self)
+            let fields = line.dropLast().split(separator: "\t", omittingEmptySubsequences: false)
+            #expect(fields.count == PostgresSink.columnNames.count)
+            let expected = formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+                .replacingOccurrences(of: "T", with: " ") + "+00"
+            #expect(String(fields[3]) == expected, "ms \(ms)")
+        }
+        let odd = IOQuaked.Quake(id: "a\tb", mag: 1e-7, place: "line\nnext \\ end\r", time: 0, tz: -60)
+        let line = String(decoding: PostgresSink.copyText([odd]), as: UTF8.self)
+        #expect(line.hasPrefix("a\\tb\t1e-07\tline\\nnext \\\\ end\\r\t1970-01-01 00:00:00.000+00\t\\N\t-60\t"))
+        #expect(line.hasSuffix("\n") && line.dropLast().contains("\n") == false)
+    }
+}
+
+/// `withTemporaryDirectory` for synchronous bodies.
+func withTemporaryDirectoryBlocking<T>(_ body: (URL) throws -> T) throws -> T {
+    let url = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(url)
+}
