@@ -39,6 +39,9 @@ public actor PostgresSink: WatchCache {
     let quakeTable: QuakeTable
     private var connection: PostgresConnection?
     private var resetting = false
+    /// The table does not exist: the next reset creates it, in its transaction, and builds its
+    /// indexes after the COPY (a bulk load is faster without them).
+    private var createOnReset = false
     /// Whether the table has the `geom` column.
     public private(set) var hasGeometry = false
     /// Said once: PostGIS is not installed in the database, so the table has no `geom`.
@@ -149,9 +152,15 @@ public actor PostgresSink: WatchCache {
         try await step { connection in
             try await connection.query("BEGIN", logger: self.logger)
             self.resetting = true
-            // Readers keep seeing the old rows until the commit (DELETE, not TRUNCATE, which would
-            // block them and is not MVCC-safe).
-            try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(self.quakeTable.quotedName)"), logger: self.logger)
+            if self.createOnReset {
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: self.quakeTable.createSQL(geometry: self.hasGeometry)), logger: self.logger)
+            } else {
+                // Readers keep seeing the old rows until the commit (DELETE, not TRUNCATE, which
+                // would block them and is not MVCC-safe).
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM \(self.quakeTable.quotedName)"), logger: self.logger)
+            }
         }
     }
 
@@ -173,6 +182,11 @@ public actor PostgresSink: WatchCache {
     public func finishReset(storeId: String, token: Int, filter: String?) async throws -> Int {
         guard resetting else { throw PostgresSinkError("a reset finished that had not begun") }
         return try await step { connection in
+            if self.createOnReset {
+                for sql in self.quakeTable.indexSQL(geometry: self.hasGeometry) {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
+                }
+            }
             try await connection.query(
                 """
                 INSERT INTO quaked_sync_state (name, table_name, store_id, token, filter, updated_at)
@@ -186,6 +200,7 @@ public actor PostgresSink: WatchCache {
             for try await row in rows { count = try row.decode(Int.self) }
             try await connection.query("COMMIT", logger: self.logger)
             self.resetting = false
+            self.createOnReset = false
             return count
         }
     }
@@ -240,9 +255,10 @@ public actor PostgresSink: WatchCache {
     /// The table's columns as the sink writes them (COPY's column list), `geom` not among them.
     public static var columnNames: [String] { QuakeTable.columns.map(\.name) }
 
-    /// The statements that create a sink's table (and its indexes).
-    public static func createTableSQL(table: String, geometry: Bool) -> [String] {
-        QuakeTable(name: table).createSQL(geometry: geometry)
+    /// The statements that create a sink's table, then its indexes.
+    public static func createTableSQL(table: String, geometry: Bool) -> (table: String, indexes: [String]) {
+        let quakeTable = QuakeTable(name: table)
+        return (quakeTable.createSQL(geometry: geometry), quakeTable.indexSQL(geometry: geometry))
     }
 
     /// Quakes as the sink sends them to COPY (text format), for a peer that loads the same bytes.
@@ -402,10 +418,11 @@ public actor PostgresSink: WatchCache {
             postgis = true
         }
         let columns = try await columns(connection, table: table)
+        createOnReset = columns.isEmpty
         if columns.isEmpty {
-            for sql in quakeTable.createSQL(geometry: postgis) {
-                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-            }
+            // No table (a new sink, or its table was dropped): a position without its rows means
+            // nothing, and the reset that follows creates the table.
+            try await connection.query("DELETE FROM quaked_sync_state WHERE name = \(name)", logger: logger)
         } else {
             try await checkColumns(
                 connection, table: table, expected: QuakeTable.columns.map { ($0.name, $0.kind.sqlType) }, known: columns)

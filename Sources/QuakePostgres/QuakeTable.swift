@@ -75,16 +75,19 @@ struct QuakeTable: Sendable {
         quotedName = Self.quoted(name)
     }
 
-    func createSQL(geometry: Bool) -> [String] {
+    /// The table, without its secondary indexes (a first load builds them after COPY).
+    func createSQL(geometry: Bool) -> String {
         var definitions = Self.columns.map { column in
             "\(Self.quoted(column.name)) \(column.kind.sqlType)"
                 + (column.name == "id" ? " PRIMARY KEY" : column.name == "time" ? " NOT NULL" : "")
         }
         if geometry { definitions.append(Self.geometryDefinition) }
-        return [
-            "CREATE TABLE \(quotedName) (\n  " + definitions.joined(separator: ",\n  ") + "\n)",
-            "CREATE INDEX ON \(quotedName) (\"time\")",
-        ] + (geometry ? [geometryIndexSQL] : [])
+        return "CREATE TABLE \(quotedName) (\n  " + definitions.joined(separator: ",\n  ") + "\n)"
+    }
+
+    /// The indexes on `time` and (with PostGIS) a GiST index on `geom`.
+    func indexSQL(geometry: Bool) -> [String] {
+        ["CREATE INDEX ON \(quotedName) (\"time\")"] + (geometry ? [geometryIndexSQL] : [])
     }
 
     static let geometryDefinition = """

@@ -181,12 +181,23 @@ public final class PostgresTestServer: @unchecked Sendable {
     /// Runs SQL with psql as the superuser over the socket; returns psql's unaligned output.
     @discardableResult
     public func psql(_ sql: String, database: String? = nil) throws -> String {
+        try psql(["-c", sql], database: database)
+    }
+
+    /// Runs a file of SQL (and psql's commands) with psql.
+    @discardableResult
+    public func psql(file: String, database: String? = nil) throws -> String {
+        try psql(["-f", file], database: database)
+    }
+
+    private func psql(_ input: [String], database: String?) throws -> String {
+        let sql = input.joined(separator: " ")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "\(binaries)/psql")
         process.arguments = [
             "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory, "-p", String(port), "-U", "postgres",
-            "-d", database ?? self.database, "-c", sql,
-        ]
+            "-d", database ?? self.database,
+        ] + input
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
