@@ -128,6 +128,7 @@ let package = Package(
             name: "QuakePostgres",
             dependencies: [
                 "QuakeClient",
+                "QuakeFeed",
                 "QuakeProtocol",
                 "Varlink",
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,5 +1,6 @@
 import NIOCore
 import PostgresNIO
+import QuakeFeed
 import QuakeProtocol
 
 /// The sink's table: one column per field of `IOQuaked.Quake`, in the interface's order, named in
@@ -210,16 +211,7 @@ struct QuakeTable: Sendable {
     static func writeTimestamp(_ ms: Int, into buffer: inout ByteBuffer) {
         let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
         let (day, millis) = msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
-        // Howard Hinnant's civil_from_days.
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        let (y, m, d) = CivilDate.date(days: day)
         func pad(_ value: Int, _ width: Int) {
             let digits = String(value)
             for _ in digits.count..<max(width, digits.count) { buffer.writeInteger(UInt8(ascii: "0")) }

@@ -1167,7 +1167,7 @@ public final class FDSNTestService: Sendable {
             if i < b.count, b[i] == UInt8(ascii: "Z") { i += 1 }
         }
         guard i == b.count else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         return (Int64(days) * 86400 + Int64(seconds)) * 1000 + Int64(milliseconds)
     }
 
@@ -1175,7 +1175,7 @@ public final class FDSNTestService: Sendable {
     public static func formatTime(_ ms: Int64) -> String {
         let (days, rest) = ms.quotientAndRemainder(dividingBy: 86_400_000)
         let (day, msOfDay) = rest < 0 ? (days - 1, rest + 86_400_000) : (days, rest)
-        let (year, month, dayOfMonth) = civilFromDays(Int(day))
+        let (year, month, dayOfMonth) = CivilDate.date(days: Int(day))
         let hour = msOfDay / 3_600_000
         let minute = msOfDay / 60_000 % 60
         let second = msOfDay / 1000 % 60
@@ -1194,29 +1194,6 @@ public final class FDSNTestService: Sendable {
         case 4, 6, 9, 11: return 30
         default: return 31
         }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146097 + dayOfEra - 719468
-    }
-
-    /// The date of a day count since 1970-01-01 (inverse of ``daysFromCivil(year:month:day:)``).
-    private static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let dayOfEra = z - era * 146097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// `text` as a JSON string literal.

@@ -60,7 +60,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     private init(fsync: Bool) throws {
         binaries = try Self.findBinaries()
         directory = try makeTemporaryDirectory(prefix: "quaked-pg")
-        port = try Self.freePort()
+        port = Int(try freeLocalPort())
         self.fsync = fsync
     }
 
@@ -211,22 +211,23 @@ public final class PostgresTestServer: @unchecked Sendable {
         }
         return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .newlines)
     }
+}
 
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
+/// A TCP port on 127.0.0.1 that nothing listens on right now (bound to port 0, then released).
+public func freeLocalPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw PostgresTestServer.Failure(description: "socket: \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
         }
-        guard bound else { throw Failure(description: "bind: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
+    guard bound else { throw PostgresTestServer.Failure(description: "bind: \(String(cString: strerror(errno)))") }
+    return UInt16(bigEndian: address.sin_port)
 }

@@ -113,7 +113,7 @@ struct RealSSHD: Sendable {
         PrintMotd no
         """.write(to: directory.appendingPathComponent("sshd_config"), atomically: true, encoding: .utf8)
         let hostKey = try String(contentsOf: directory.appendingPathComponent("host_key.pub"), encoding: .utf8)
-        let port = try freePort()
+        let port = try freeLocalPort()
         try "[127.0.0.1]:\(port) \(hostKey)".write(
             to: directory.appendingPathComponent("known_hosts"), atomically: true, encoding: .utf8)
         let server = RealSSHD(directory: directory, port: port, user: String(cString: getpwuid(getuid()).pointee.pw_name))
@@ -156,25 +156,6 @@ struct RealSSHD: Sendable {
             // sshd's PATH has no build directory: the remote quakectl by its absolute path.
             "QUAKECTL_REMOTE": BuiltProducts.path("quakectl"),
         ]
-    }
-
-    /// A port nothing listens on right now (bound to port 0, then released).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("bind: \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     static func canConnect(port: UInt16) -> Bool {

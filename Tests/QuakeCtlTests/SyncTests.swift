@@ -149,6 +149,14 @@ extension ClientEndToEnd {
                     let second = try Self.lines(again)
                     #expect(second.filter { $0.event == "reset" }.isEmpty)
                     #expect(second.filter { $0.event == "applied" }.count == 1)
+                    // A dropped table is made again from a snapshot.
+                    again.signal(SIGTERM)
+                    #expect(try await again.wait() == 0)
+                    try pg.psql("DROP TABLE quakes", database: "follow")
+                    let rebuilt = try Self.sync(daemon, to: url)
+                    defer { rebuilt.signal(SIGKILL) }
+                    try await Self.expectInStep(rebuilt, daemon, url: url)
+                    #expect(try Self.lines(rebuilt).first?.reason == "new table")
                     // quaked keeps the sink's place as a durable client.
                     let status = try await quakectl(["status", "--json", "--socket", daemon.socketPath])
                     #expect(status.stdout.contains("sync-quakes"))
@@ -192,6 +200,11 @@ extension ClientEndToEnd {
                     #expect(
                         try pg.psql("SELECT ST_AsText(geom) FROM quakes WHERE id = 'odd2b'", database: "odd")
                             == "POINT Z (-180 90 NaN)")
+                    // An unknown depth (NaN) does not stop a distance query.
+                    #expect(
+                        try pg.psql(
+                            "SELECT id FROM quakes WHERE ST_DWithin(geom::geography, ST_MakePoint(-180, 89.9)::geography, 100000) ORDER BY id",
+                            database: "odd") == "odd2a\nodd2b")
                 }
             }
         }
