@@ -42,6 +42,10 @@ public actor PostgresSink: WatchCache {
     /// The table does not exist: the next reset creates it, in its transaction, and builds its
     /// indexes after the COPY (a bulk load is faster without them).
     private var createOnReset = false
+    /// The reset's COPY, open across the snapshot's pages (see ``CopyStream``).
+    private var copy: CopyStream?
+    /// Rows the reset's COPY has been given.
+    private var staged = 0
     /// Whether the table has the `geom` column.
     public private(set) var hasGeometry = false
     /// Said once: PostGIS is not installed in the database, so the table has no `geom`.
@@ -161,27 +165,31 @@ public actor PostgresSink: WatchCache {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "DELETE FROM \(self.quakeTable.quotedName)"), logger: self.logger)
             }
+            self.staged = 0
+            self.copy = try await CopyStream.start(
+                on: connection, table: self.table, columns: QuakeTable.columns.map(\.name), logger: self.logger)
         }
     }
 
+    /// Sends a page to the reset's COPY without waiting for PostgreSQL to take it in: the next
+    /// page is read from quaked while PostgreSQL loads this one.
     public func stage(_ quakes: [IOQuaked.Quake]) async throws {
-        guard resetting else { throw PostgresSinkError("a snapshot page came outside a reset") }
+        guard resetting, let copy else { throw PostgresSinkError("a snapshot page came outside a reset") }
         guard !quakes.isEmpty else { return }
-        try await step { connection in
+        try await step { _ in
             var buffer = ByteBufferAllocator().buffer(capacity: quakes.count * 400)
             QuakeTable.copyText(quakes, into: &buffer)
-            try await connection.copyFrom(
-                table: self.table, columns: QuakeTable.columns.map(\.name), logger: self.logger
-            ) { writer in
-                try await writer.write(buffer)
-            }
+            try await copy.write(buffer)
+            self.staged += quakes.count
         }
     }
 
     @discardableResult
     public func finishReset(storeId: String, token: Int, filter: String?) async throws -> Int {
-        guard resetting else { throw PostgresSinkError("a reset finished that had not begun") }
+        guard resetting, let copy else { throw PostgresSinkError("a reset finished that had not begun") }
         return try await step { connection in
+            try await copy.finish()
+            self.copy = nil
             if self.createOnReset {
                 for sql in self.quakeTable.indexSQL(geometry: self.hasGeometry) {
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
@@ -194,10 +202,8 @@ public actor PostgresSink: WatchCache {
                 ON CONFLICT (name) DO UPDATE SET table_name = EXCLUDED.table_name, store_id = EXCLUDED.store_id,
                   token = EXCLUDED.token, filter = EXCLUDED.filter, updated_at = EXCLUDED.updated_at
                 """, logger: self.logger)
-            var count = 0
-            let rows = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(self.quakeTable.quotedName)"), logger: self.logger)
-            for try await row in rows { count = try row.decode(Int.self) }
+            // The table was emptied, then given these rows (a duplicate id would have failed the COPY).
+            let count = self.staged
             try await connection.query("COMMIT", logger: self.logger)
             self.resetting = false
             self.createOnReset = false
@@ -208,6 +214,13 @@ public actor PostgresSink: WatchCache {
     public func abandonReset() async {
         guard resetting else { return }
         resetting = false
+        if let copy {
+            self.copy = nil
+            // A COPY cannot be left in the middle: ending it fails the transaction anyway.
+            await copy.abandon()
+            await drop()
+            return
+        }
         if let connection {
             do {
                 try await connection.query("ROLLBACK", logger: logger)
@@ -333,6 +346,10 @@ public actor PostgresSink: WatchCache {
 
     private func drop() async {
         resetting = false
+        if let copy {
+            self.copy = nil
+            await copy.abandon()
+        }
         if let connection {
             self.connection = nil
             try? await connection.close()
@@ -516,5 +533,69 @@ public actor PostgresSink: WatchCache {
             return describe(error.closureError ?? error.commitError ?? error.beginError ?? error)
         }
         return "PostgreSQL at \(target): \(error)"
+    }
+}
+
+/// A `COPY ... FROM STDIN` kept open across calls: postgres-nio's `copyFrom` lends its writer to a
+/// closure, so the closure runs in a task of its own, hands the writer out, and waits for
+/// ``finish()`` (which ends the COPY, and returns once PostgreSQL has taken every row) or
+/// ``abandon()`` (which fails it). ``write(_:)`` returns once the bytes are on their way, so
+/// PostgreSQL loads one page while the next is read.
+final class CopyStream: Sendable {
+    private let writer: PostgresCopyFromWriter
+    private let ending: AsyncStream<Bool>.Continuation
+    private let task: Task<Void, any Error>
+
+    private init(writer: PostgresCopyFromWriter, ending: AsyncStream<Bool>.Continuation, task: Task<Void, any Error>) {
+        self.writer = writer
+        self.ending = ending
+        self.task = task
+    }
+
+    struct Abandoned: Error {}
+
+    static func start(on connection: PostgresConnection, table: String, columns: [String], logger: Logger)
+        async throws -> CopyStream
+    {
+        let (endings, ending) = AsyncStream<Bool>.makeStream()
+        let (writers, lend) = AsyncStream<PostgresCopyFromWriter>.makeStream()
+        // Unstructured on purpose: the COPY outlives this call (it ends in finish or abandon).
+        let task = Task {
+            defer { lend.finish() }
+            try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+                lend.yield(writer)
+                lend.finish()
+                for await commit in endings {
+                    if commit { return }
+                    break
+                }
+                throw Abandoned()
+            }
+        }
+        var lent = writers.makeAsyncIterator()
+        guard let writer = await lent.next() else {
+            // The COPY failed to start: its error.
+            ending.finish()
+            try await task.value
+            throw PostgresSinkError("the COPY ended before it began")
+        }
+        return CopyStream(writer: writer, ending: ending, task: task)
+    }
+
+    func write(_ buffer: ByteBuffer) async throws {
+        try await writer.write(buffer)
+    }
+
+    /// Ends the COPY; throws what PostgreSQL said of the data.
+    func finish() async throws {
+        ending.yield(true)
+        ending.finish()
+        try await task.value
+    }
+
+    func abandon() async {
+        ending.yield(false)
+        ending.finish()
+        _ = try? await task.value
     }
 }
