@@ -82,7 +82,9 @@ extension EndToEnd {
                     #expect(inserted > 0 && updated > 0 && deletes >= 1, "the history has every kind of change")
                     try await waitUntil(timeout: .seconds(10)) {
                         metrics = try await Self.metrics(daemon)
+                        // Counted per transaction as each is seen: wait for the last one too.
                         return metrics.value("quaked_history_changes_total", ["kind": "update"]) == updated
+                            && metrics.value("quaked_history_transactions_total", ["author": "import"]) == 2
                     }
                     #expect(metrics.value("quaked_history_changes_total", ["kind": "insert"]) == inserted)
                     #expect(metrics.value("quaked_history_changes_total", ["kind": "update"]) == updated)
