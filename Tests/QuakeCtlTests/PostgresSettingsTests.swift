@@ -1,4 +1,5 @@
 import Foundation
+import QuakeModelCheck
 import QuakePostgres
 import QuakeProtocol
 import QuakeTestSupport
@@ -97,6 +98,30 @@ import Testing
             try PostgresSettings.resolve(url: url, environment: [:])
         } throws: { error in
             "\(error)".contains(message)
+        }
+    }
+
+    /// Seeded: URLs spliced from pieces that matter to the parser (schemes, @, :, [, ], /, ?,
+    /// &, =, %, bad escapes, non-ASCII) either resolve to settings a connection can use or fail
+    /// with ``PostgresSettings/Invalid``; nothing else, and no crash.
+    @Test func anyURLResolvesOrIsRefusedByName() {
+        let seed = ProcessInfo.processInfo.environment["QUAKED_TEST_SEED"].flatMap(UInt64.init) ?? 2_026_112_6
+        var random = SeededRandom(seed: seed)
+        let pieces = [
+            "postgresql://", "postgres://", "http://", "u", "user", ":", "@", "[", "]", "::1", "/", "?", "&", "=", "%",
+            "%2F", "%zz", "%C3%A9", "é", "host", "5432", "99999", "-1", "db", "sslmode", "verify-full", "port",
+            "password", "p@ss", ",", " ", "\u{0}", "host=/tmp", "connect_timeout", "x",
+        ]
+        for index in 0..<5000 {
+            let url = (0..<Int.random(in: 1...10, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            do {
+                let settings = try PostgresSettings.resolve(url: url, environment: [:], userName: "u")
+                #expect((1...65535).contains(settings.port), "case \(index): \(url.debugDescription)")
+                #expect(!settings.user.isEmpty && !settings.database.isEmpty, "case \(index): \(url.debugDescription)")
+            } catch {
+                #expect(error is PostgresSettings.Invalid, "case \(index) (seed \(seed)): \(url.debugDescription): \(error)")
+            }
         }
     }
 
