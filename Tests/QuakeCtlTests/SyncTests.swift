@@ -1,5 +1,6 @@
 import Foundation
 import QuakeClient
+import QuakeCtl
 import QuakeFeed
 import QuakeModelCheck
 import QuakePostgres
@@ -335,6 +336,34 @@ extension ClientEndToEnd {
                         ["sync", "--socket", daemon.socketPath, "--to", "postgresql://postgres@localhost:1/auth?sslmode=bogus"])
                     #expect(plain.status == 64)
                     #expect(plain.stderr.contains("sslmode \"bogus\" is not one of"))
+                }
+            }
+        }
+
+        /// The example sync.conf's TABLE and FILTER, passed as quaked-sync@.service passes them
+        /// (`--name %i --table ${TABLE} --password-file %d/password $FILTER`, the password file
+        /// empty for a server that asks none), keep their table in step with that filter.
+        @Test func theExampleSyncConfigurationWorksAsTheUnitPassesIt() async throws {
+            let conf = try String(
+                contentsOf: Fixtures.packageRoot.appendingPathComponent("packaging/examples/sync.conf"), encoding: .utf8)
+            func words(_ key: String) throws -> [String] {
+                let line = try #require(conf.split(separator: "\n").first { $0.hasPrefix("\(key)=") })
+                return line.dropFirst(key.count + 1).split(separator: " ").map(String.init)
+            }
+            let table = try #require(try words("TABLE").first)
+            let filter = try words("FILTER")
+            #expect(try words("TO").first?.hasPrefix("postgresql://") == true)
+            try await Self.withPostgres { pg in
+                try await withQuaked { daemon in
+                    let url = try Self.database(pg, "example")
+                    let password = daemon.directory.appendingPathComponent("password")
+                    #expect(FileManager.default.createFile(atPath: password.path, contents: Data()))
+                    let sync = try Self.sync(
+                        daemon, to: url, ["--name", "team", "--table", table, "--password-file", password.path] + filter)
+                    defer { sync.signal(SIGKILL) }
+                    let quakeFilter = try #require(try FilterOptions.parse(filter).filter(sinceIsFilter: true))
+                    try await Self.expectInStep(
+                        sync, daemon, url: url, name: "team", table: table, filter: try QuakeFilter(quakeFilter))
                 }
             }
         }
