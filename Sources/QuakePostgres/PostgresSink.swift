@@ -545,11 +545,42 @@ final class CopyStream: Sendable {
     private let writer: PostgresCopyFromWriter
     private let ending: AsyncStream<Bool>.Continuation
     private let task: Task<Void, any Error>
+    /// Completes when the connection closes: a COPY step waits for this too, so that a server
+    /// that goes away mid-COPY ends the step with an error instead of leaving it waiting.
+    private let closed: EventLoopFuture<Void>
 
-    private init(writer: PostgresCopyFromWriter, ending: AsyncStream<Bool>.Continuation, task: Task<Void, any Error>) {
+    private init(
+        writer: PostgresCopyFromWriter, ending: AsyncStream<Bool>.Continuation, task: Task<Void, any Error>,
+        closed: EventLoopFuture<Void>
+    ) {
         self.writer = writer
         self.ending = ending
         self.task = task
+        self.closed = closed
+    }
+
+    struct Closed: Error, CustomStringConvertible {
+        var description: String { "the connection closed during the COPY" }
+    }
+
+    /// `operation`, or ``Closed`` once the connection closes, whichever comes first.
+    private func unlessClosed(_ operation: @escaping @Sendable () async throws -> Void) async throws {
+        // An AsyncStream, not the future's get(), which a cancellation cannot end.
+        let (closing, signal) = AsyncStream<Void>.makeStream()
+        closed.whenComplete { _ in
+            signal.yield()
+            signal.finish()
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                for await _ in closing { break }
+                if Task.isCancelled { return }
+                throw Closed()
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
     }
 
     struct Abandoned: Error {}
@@ -579,23 +610,27 @@ final class CopyStream: Sendable {
             try await task.value
             throw PostgresSinkError("the COPY ended before it began")
         }
-        return CopyStream(writer: writer, ending: ending, task: task)
+        return CopyStream(writer: writer, ending: ending, task: task, closed: connection.closeFuture)
     }
 
     func write(_ buffer: ByteBuffer) async throws {
-        try await writer.write(buffer)
+        let writer = writer
+        try await unlessClosed { try await writer.write(buffer) }
     }
 
     /// Ends the COPY; throws what PostgreSQL said of the data.
     func finish() async throws {
         ending.yield(true)
         ending.finish()
-        try await task.value
+        let task = task
+        try await unlessClosed { try await task.value }
     }
 
+    /// Fails the COPY without waiting for it: the caller closes the connection next, which ends
+    /// it whatever state it is in.
     func abandon() async {
         ending.yield(false)
         ending.finish()
-        _ = try? await task.value
+        task.cancel()
     }
 }

@@ -163,6 +163,9 @@ extension ClientEndToEnd {
                             try await Task.sleep(for: .milliseconds(Int.random(in: 0...300)))
                             try await pg.restart()
                         case .restartSync(let sink):
+                            // A sink just started may not have its handlers yet (a SIGTERM then
+                            // takes the default action, exit 143, as systemd expects of a stop).
+                            try await Self.waitForHandlers(processes[sink])
                             processes[sink].signal(SIGTERM)
                             let status = try await processes[sink].wait()
                             guard status == 0 else {
@@ -188,6 +191,17 @@ extension ClientEndToEnd {
                     }
                 }
                 return nil
+            }
+        }
+
+        /// Waits until `process` catches SIGTERM (its SigCgt mask in /proc).
+        static func waitForHandlers(_ process: ChildProcess) async throws {
+            try await waitUntil(timeout: .seconds(10)) {
+                let status = (try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)) ?? ""
+                guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+                    let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+                else { return !process.isRunning }
+                return mask & (1 << (UInt64(SIGTERM) - 1)) != 0
             }
         }
 
