@@ -418,9 +418,14 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
     /// VmHWM (peak resident set) of a process, in bytes.
     static func peakRSSBytes(pid: Int32) -> Int? {
+        statusBytes(pid: pid, field: "VmHWM")
+    }
+
+    /// A memory field of /proc/PID/status (VmHWM, VmRSS, ...), in bytes.
+    static func statusBytes(pid: Int32, field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kB = Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(field):") }),
+            let kB = Int(line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
         else { return nil }
         return kB * 1024
     }

@@ -156,14 +156,14 @@ struct SyncBenchmark: AsyncParsableCommand {
             print(
                 String(
                     format: "round %d: %d live transactions, quaked's commit to PostgreSQL's: median %.0f ms, p99 %.0f ms, max %.0f ms; quakectl RSS %@ MiB",
-                    round, applied.count, Self.percentile(sorted, 0.5), Self.percentile(sorted, 0.99), sorted.last ?? 0,
+                    round, applied.count, ProtocolBenchmark.percentile(sorted, 0.5), ProtocolBenchmark.percentile(sorted, 0.99), sorted.last ?? 0,
                     samples.map { String(format: "%.1f", $0) }.joined(separator: " → ")))
             sync.signal(SIGTERM)
             _ = try await sync.wait(timeout: .seconds(30))
         }
-        let median = { (values: [Double]) in Self.percentile(values.sorted(), 0.5) }
+        let median = BackfillBenchmark.median
         let rate = Double(features) / median(loads)
-        let p99 = Self.percentile(latencies.sorted(), 0.99)
+        let p99 = ProtocolBenchmark.percentile(latencies, 0.99)
         print("")
         print(
             String(
@@ -174,7 +174,7 @@ struct SyncBenchmark: AsyncParsableCommand {
             String(
                 format: "live: %d transactions, p99 %.0f ms from quaked's commit to PostgreSQL's (goal ≤ %.0f: %@), median %.0f ms",
                 latencies.count, p99, Self.p99GoalMs, p99 <= Self.p99GoalMs ? "met" : "NOT met",
-                Self.percentile(latencies.sorted(), 0.5)))
+                ProtocolBenchmark.percentile(latencies, 0.5)))
         print(
             String(
                 format: "quakectl memory: peak %.1f MiB after the first load; RSS growth over %d live transactions: %@ MiB",
@@ -202,20 +202,12 @@ struct SyncBenchmark: AsyncParsableCommand {
         }
     }
 
-    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
-        guard !sorted.isEmpty else { return 0 }
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-    }
-
     /// VmRSS and VmHWM of a process, in MiB.
     static func memory(of pid: Int32) -> (rssMiB: Double, peakMiB: Double) {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        func value(_ key: String) -> Double {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
-            return (Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0)
-                / 1024
+        func mib(_ field: String) -> Double {
+            Double(BackfillBenchmark.statusBytes(pid: pid, field: field) ?? 0) / 1_048_576
         }
-        return (value("VmRSS:"), value("VmHWM:"))
+        return (mib("VmRSS"), mib("VmHWM"))
     }
 }
 
