@@ -7,14 +7,20 @@ import PostgresNIO
 ///
 /// - URL: `postgresql://[USER[:PASSWORD]@][HOST][:PORT][/DB][?param=value&...]` (or
 ///   `postgres://`); `host`, `port`, `user`, `password`, `dbname`, `sslmode`, `sslrootcert`,
-///   `connect_timeout` and `application_name` may also come as parameters. A host that starts
+///   `connect_timeout`, `application_name`, `options` (`-c name=value` ...), `keepalives`,
+///   `keepalives_idle`, `keepalives_interval` and `keepalives_count` may also come as
+///   parameters. A host that starts
 ///   with `/` (percent-encoded in the authority, or `?host=/run/postgresql`) is the directory of
 ///   the server's Unix socket.
 /// - Environment: `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`,
-///   `PGSSLROOTCERT`, `PGCONNECT_TIMEOUT`, `PGAPPNAME`, `PGPASSFILE`.
+///   `PGSSLROOTCERT`, `PGCONNECT_TIMEOUT`, `PGAPPNAME`, `PGOPTIONS`, `PGPASSFILE`.
 /// - Defaults: the socket in `/var/run/postgresql` (Debian's), port 5432, the user this process
 ///   runs as, a database named as the user, `sslmode=prefer` (TLS when the server offers it; never
-///   over a Unix socket).
+///   over a Unix socket), `connect_timeout=10`; TCP keepalive on (probes after 30 s idle, every
+///   10 s, 3 unanswered close the connection), and the session parameters
+///   `statement_timeout=60s` and `idle_in_transaction_session_timeout=60s` (``defaultParameters``;
+///   `options` overrides them). A request with no reply within ``replyTimeoutMilliseconds``
+///   (`statement_timeout` + 5 s) is abandoned: the connection is closed, its transaction rolled back.
 /// - The password, when neither the URL nor `PGPASSWORD` gives one: `--password-file` (the
 ///   password alone, as a systemd credential holds it), else libpq's password file (`PGPASSFILE`,
 ///   else `~/.pgpass`: lines of `host:port:database:user:password`).
@@ -34,6 +40,54 @@ public struct PostgresSettings: Sendable, Equatable {
     public var sslRootCert: String?
     public var connectTimeout: Int
     public var applicationName: String
+    /// TCP keepalive on the connection's socket, as libpq's `keepalives`, `keepalives_idle`,
+    /// `keepalives_interval` and `keepalives_count` (seconds, seconds, probes). The server is
+    /// asked for the same on its side (`tcp_keepalives_*`), so that it drops the session, and
+    /// the sink's lock, of a client it can no longer reach.
+    public var keepalives = true
+    public var keepalivesIdle = 30
+    public var keepalivesInterval = 10
+    public var keepalivesCount = 3
+    /// Run-time parameters set at connection start: ``defaultParameters``, then libpq's
+    /// `options` (`-c name=value`).
+    public var parameters: [String: String] = PostgresSettings.defaultParameters
+
+    /// A statement runs at most a minute, and a transaction left open (by a client that went
+    /// away) is ended after a minute: neither holds the sink's row lock for longer.
+    public static let defaultParameters = ["statement_timeout": "60s", "idle_in_transaction_session_timeout": "60s"]
+
+    /// How long a request waits for PostgreSQL's reply before the connection is closed (and its
+    /// transaction rolled back): `statement_timeout` and 5 s, so that a server that is there
+    /// cancels the statement itself first; 65 s when `statement_timeout` is 0 (no limit).
+    public var replyTimeoutMilliseconds: Int {
+        let statement = parameters["statement_timeout"].flatMap(Self.milliseconds) ?? 0
+        return (statement > 0 ? statement : 60_000) + 5_000
+    }
+
+    /// A setting of milliseconds as PostgreSQL reads it: a number, then `us`, `ms` (the default
+    /// unit), `s`, `min`, `h` or `d`.
+    public static func milliseconds(_ text: String) -> Int? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        let digits = text.prefix { $0.isNumber }
+        guard let number = Int(digits), digits.count < 12 else { return nil }
+        switch text.dropFirst(digits.count).trimmingCharacters(in: .whitespaces) {
+        case "": return number
+        case "us": return number / 1000
+        case "ms": return number
+        case "s": return number * 1000
+        case "min": return number * 60_000
+        case "h": return number * 3_600_000
+        case "d": return number * 86_400_000
+        default: return nil
+        }
+    }
+
+    /// Whether `host` is an IP address (not a name a TLS certificate is checked against).
+    var hostIsAddress: Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
 
     /// The server's Unix socket, when `host` is a directory.
     public var unixSocketPath: String? {
@@ -64,7 +118,7 @@ public struct PostgresSettings: Sendable, Equatable {
         let fromEnvironment = [
             "host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD", "dbname": "PGDATABASE",
             "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "connect_timeout": "PGCONNECT_TIMEOUT",
-            "application_name": "PGAPPNAME",
+            "application_name": "PGAPPNAME", "options": "PGOPTIONS",
         ]
         for (key, variable) in fromEnvironment where values[key] == nil {
             if let value = environment[variable], !value.isEmpty { values[key] = value }
@@ -94,6 +148,24 @@ public struct PostgresSettings: Sendable, Equatable {
             host: host, port: port, user: user, password: values["password"], database: database, sslMode: sslMode,
             sslRootCert: values["sslrootcert"], connectTimeout: timeout == 0 ? 10 : timeout,
             applicationName: values["application_name"] ?? "quakectl sync")
+        for (key, value) in try options(values["options"] ?? "") { settings.parameters[key] = value }
+        if let text = settings.parameters["statement_timeout"], milliseconds(text) == nil {
+            throw Invalid("statement_timeout \(text.debugDescription) is not a duration (a number, then ms, s, min or h)")
+        }
+        func seconds(_ key: String, _ value: inout Int) throws {
+            guard let text = values[key] else { return }
+            guard let number = Int(text), number > 0 else {
+                throw Invalid("\(key) \(text.debugDescription) is not a number of seconds (1 or more)")
+            }
+            value = number
+        }
+        if let text = values["keepalives"] {
+            guard text == "0" || text == "1" else { throw Invalid("keepalives \(text.debugDescription) is not 0 or 1") }
+            settings.keepalives = text == "1"
+        }
+        try seconds("keepalives_idle", &settings.keepalivesIdle)
+        try seconds("keepalives_interval", &settings.keepalivesInterval)
+        try seconds("keepalives_count", &settings.keepalivesCount)
         if settings.password == nil, let passwordFile {
             // The password alone (a systemd credential): one line, its newline dropped.
             guard let data = FileManager.default.contents(atPath: passwordFile) else {
@@ -163,6 +235,7 @@ public struct PostgresSettings: Sendable, Equatable {
         if !path.isEmpty { values["dbname"] = try decoded(path, "database name") }
         let known: Set = [
             "host", "port", "user", "password", "dbname", "sslmode", "sslrootcert", "connect_timeout", "application_name",
+            "options", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
         ]
         for pair in query.split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -175,6 +248,59 @@ public struct PostgresSettings: Sendable, Equatable {
             values[key] = parts.count > 1 ? try decoded(parts[1], "parameter \(key)") : ""
         }
         return values
+    }
+
+    /// libpq's `options`: command-line options for the server, of which quakectl takes run-time
+    /// parameters, `-c name=value` (or `-cname=value`, `--name=value`); a backslash escapes the
+    /// next character (a space in a value).
+    static func options(_ text: String) throws -> [(String, String)] {
+        var words: [String] = []
+        var word = ""
+        var escaped = false
+        var inWord = false
+        for character in text {
+            if escaped {
+                word.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+                inWord = true
+            } else if character.isWhitespace {
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            } else {
+                word.append(character)
+                inWord = true
+            }
+        }
+        if inWord { words.append(word) }
+        var settings: [(String, String)] = []
+        var index = 0
+        while index < words.count {
+            var setting: String
+            if words[index] == "-c", index + 1 < words.count {
+                setting = words[index + 1]
+                index += 2
+            } else if words[index].hasPrefix("-c"), words[index].count > 2 {
+                setting = String(words[index].dropFirst(2))
+                index += 1
+            } else if words[index].hasPrefix("--") {
+                setting = String(words[index].dropFirst(2))
+                index += 1
+            } else {
+                throw Invalid(
+                    "options \(text.debugDescription): give run-time parameters as -c name=value (\(words[index].debugDescription) is not one)")
+            }
+            guard let equals = setting.firstIndex(of: "="), equals != setting.startIndex else {
+                throw Invalid("options \(text.debugDescription): \(setting.debugDescription) is not name=value")
+            }
+            // --name=value: libpq and the server read - in a name as _.
+            let name = setting[..<equals].replacingOccurrences(of: "-", with: "_")
+            setting = String(setting[setting.index(after: equals)...])
+            settings.append((name, setting))
+        }
+        return settings
     }
 
     /// `url` with any password replaced by `***`.
@@ -204,7 +330,17 @@ public struct PostgresSettings: Sendable, Equatable {
                 host: host, port: port, username: user, password: password, database: database, tls: try tls())
         }
         configuration.options.connectTimeout = .seconds(Int64(connectTimeout))
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        // Run-time parameters go in the startup message (as libpq sends options), the server's
+        // keepalives first, so that options may override them.
+        var parameters: [String: String] = [:]
+        if keepalives {
+            parameters["tcp_keepalives_idle"] = String(keepalivesIdle)
+            parameters["tcp_keepalives_interval"] = String(keepalivesInterval)
+            parameters["tcp_keepalives_count"] = String(keepalivesCount)
+        }
+        parameters.merge(self.parameters) { $1 }
+        configuration.options.additionalStartupParameters =
+            [("application_name", applicationName)] + parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return configuration
     }
 

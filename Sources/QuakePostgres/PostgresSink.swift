@@ -31,13 +31,16 @@ public struct PostgresSinkError: WatchCacheError, Sendable {
 /// - One process at a time runs a sink: its connection holds an advisory lock on the sink's name,
 ///   and a second one waits (retrying) until the first is gone.
 /// - Any failure closes the connection (rolling back what was in flight); the next step
-///   connects again and re-reads the position from the database.
+///   connects again and re-reads the position from the database, so a COMMIT that PostgreSQL
+///   made but whose reply was lost is seen there, and not applied again.
+/// - No step waits forever: every request ends when the connection closes, and a request that
+///   PostgreSQL does not answer within the reply timeout closes it (``PostgresLink``).
 public actor PostgresSink: WatchCache {
     public let settings: PostgresSettings
     public let name: String
     public let table: String
     let quakeTable: QuakeTable
-    private var connection: PostgresConnection?
+    private var link: PostgresLink?
     private var resetting = false
     /// The table does not exist: the next reset creates it, in its transaction, and builds its
     /// indexes after the COPY (a bulk load is faster without them).
@@ -91,18 +94,18 @@ public actor PostgresSink: WatchCache {
     // MARK: WatchCache
 
     public func position() async throws -> QuakeCache.Position? {
-        try await step { connection in try await self.readPosition(connection) }
+        try await step { link in try await self.readPosition(link) }
     }
 
     public func prepare(_ transaction: IOQuaked.Transaction, storeId: String) async throws -> [String: IOQuaked.Quake]? {
-        try await step { connection in
-            guard let position = try await self.readPosition(connection), position.storeId == storeId,
+        try await step { link in
+            guard let position = try await self.readPosition(link), position.storeId == storeId,
                 position.token < transaction.token
             else { return nil }
             var before: [String: IOQuaked.Quake] = [:]
             for change in transaction.changes where change.quake == nil {
                 guard change.kind == .update || change.kind == .leave else { continue }
-                if let old = try await self.quake(connection, id: change.quakeId) { before[change.quakeId] = old }
+                if let old = try await self.quake(link, id: change.quakeId) { before[change.quakeId] = old }
             }
             return before
         }
@@ -111,14 +114,14 @@ public actor PostgresSink: WatchCache {
     @discardableResult
     public func apply(_ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry]) async throws -> Bool {
         precondition(outbox.isEmpty, "a PostgreSQL sink has no outbox")
-        return try await step { connection in
-            try await connection.query("BEGIN", logger: self.logger)
-            let rows = try await connection.query(
-                "SELECT store_id, token FROM quaked_sync_state WHERE name = \(self.name) FOR UPDATE", logger: self.logger)
+        return try await step { link in
+            try await link.query("BEGIN")
+            let rows = try await link.query(
+                "SELECT store_id, token FROM quaked_sync_state WHERE name = \(self.name) FOR UPDATE", "the position's lock")
             var current: (String, Int)?
-            for try await row in rows { current = try row.decode((String, Int).self) }
+            for row in rows { current = try row.decode((String, Int).self) }
             guard let current, current.0 == storeId, current.1 < transaction.token else {
-                try await connection.query("ROLLBACK", logger: self.logger)
+                try await link.query("ROLLBACK")
                 return false
             }
             let delete = "DELETE FROM \(self.quakeTable.quotedName) WHERE id = $1"
@@ -126,48 +129,50 @@ public actor PostgresSink: WatchCache {
                 switch change.kind {
                 case .insert, .update, .enter:
                     // Without a quake: removed by a later transaction, which removes it here too.
-                    if let quake = change.quake { try await connection.query(try self.quakeTable.upsert(quake), logger: self.logger) }
+                    if let quake = change.quake { try await link.query(try self.quakeTable.upsert(quake), "an upsert") }
                 case .delete, .leave:
                     var binds = PostgresBindings()
                     binds.append(change.quakeId)
-                    try await connection.query(PostgresQuery(unsafeSQL: delete, binds: binds), logger: self.logger)
+                    try await link.query(PostgresQuery(unsafeSQL: delete, binds: binds), "a delete")
                 }
             }
-            try await connection.query(
+            try await link.query(
                 "UPDATE quaked_sync_state SET token = \(transaction.token), updated_at = clock_timestamp() WHERE name = \(self.name)",
-                logger: self.logger)
-            try await connection.query("COMMIT", logger: self.logger)
+                "the position's update")
+            try await link.query("COMMIT", "the COMMIT")
             self.committed?(transaction, Date())
             return true
         }
     }
 
     public func advance(storeId: String, to token: Int) async throws {
-        _ = try await step { connection in
-            try await connection.query(
+        _ = try await step { link in
+            try await link.query(
                 """
                 UPDATE quaked_sync_state SET token = \(token), updated_at = clock_timestamp()
                 WHERE name = \(self.name) AND store_id = \(storeId) AND token < \(token)
-                """, logger: self.logger)
+                """, "the position's update")
         }
     }
 
     public func beginReset() async throws {
-        try await step { connection in
-            try await connection.query("BEGIN", logger: self.logger)
+        try await step { link in
+            try await link.query("BEGIN")
             self.resetting = true
             if self.createOnReset {
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: self.quakeTable.createSQL(geometry: self.hasGeometry)), logger: self.logger)
+                try await link.query(
+                    PostgresQuery(unsafeSQL: self.quakeTable.createSQL(geometry: self.hasGeometry)), "the table's creation")
             } else {
                 // Readers keep seeing the old rows until the commit (DELETE, not TRUNCATE, which
                 // would block them and is not MVCC-safe).
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: "DELETE FROM \(self.quakeTable.quotedName)"), logger: self.logger)
+                try await link.query(PostgresQuery(unsafeSQL: "DELETE FROM \(self.quakeTable.quotedName)"), "the reset's DELETE")
             }
+            // The COPY lasts as long as the snapshot takes to read from quaked: no statement
+            // timeout for it (each page written, and its end, still has the reply timeout).
+            try await link.query("SET LOCAL statement_timeout = 0")
             self.staged = 0
             self.copy = try await CopyStream.start(
-                on: connection, table: self.table, columns: QuakeTable.columns.map(\.name), logger: self.logger)
+                on: link, table: self.table, columns: QuakeTable.columns.map(\.name), logger: self.logger)
         }
     }
 
@@ -187,24 +192,25 @@ public actor PostgresSink: WatchCache {
     @discardableResult
     public func finishReset(storeId: String, token: Int, filter: String?) async throws -> Int {
         guard resetting, let copy else { throw PostgresSinkError("a reset finished that had not begun") }
-        return try await step { connection in
+        return try await step { link in
             try await copy.finish()
             self.copy = nil
+            try await link.query("SET LOCAL statement_timeout TO DEFAULT")
             if self.createOnReset {
                 for sql in self.quakeTable.indexSQL(geometry: self.hasGeometry) {
-                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
+                    try await link.query(PostgresQuery(unsafeSQL: sql), "an index's creation")
                 }
             }
-            try await connection.query(
+            try await link.query(
                 """
                 INSERT INTO quaked_sync_state (name, table_name, store_id, token, filter, updated_at)
                 VALUES (\(self.name), \(self.table), \(storeId), \(token), \(filter), clock_timestamp())
                 ON CONFLICT (name) DO UPDATE SET table_name = EXCLUDED.table_name, store_id = EXCLUDED.store_id,
                   token = EXCLUDED.token, filter = EXCLUDED.filter, updated_at = EXCLUDED.updated_at
-                """, logger: self.logger)
+                """, "the position's update")
             // The table was emptied, then given these rows (a duplicate id would have failed the COPY).
             let count = self.staged
-            try await connection.query("COMMIT", logger: self.logger)
+            try await link.query("COMMIT", "the reset's COMMIT")
             self.resetting = false
             self.createOnReset = false
             return count
@@ -221,9 +227,9 @@ public actor PostgresSink: WatchCache {
             await drop()
             return
         }
-        if let connection {
+        if let link {
             do {
-                try await connection.query("ROLLBACK", logger: logger)
+                try await link.query("ROLLBACK")
             } catch {
                 await drop()
             }
@@ -231,8 +237,8 @@ public actor PostgresSink: WatchCache {
     }
 
     public func newest(_ count: Int) async throws -> [IOQuaked.Quake] {
-        try await step { connection in
-            try await self.quakes(connection, where: "ORDER BY \"time\" DESC, id DESC LIMIT \(max(0, count))").reversed()
+        try await step { link in
+            try await self.quakes(link, where: "ORDER BY \"time\" DESC, id DESC LIMIT \(max(0, count))").reversed()
         }
     }
 
@@ -240,7 +246,7 @@ public actor PostgresSink: WatchCache {
 
     /// Every row, ordered by id.
     public func allQuakes() async throws -> [IOQuaked.Quake] {
-        try await step { connection in try await self.quakes(connection, where: "ORDER BY id") }
+        try await step { link in try await self.quakes(link, where: "ORDER BY id") }
     }
 
     /// A sink's position and rows as one snapshot (a REPEATABLE READ transaction on a connection
@@ -249,20 +255,13 @@ public actor PostgresSink: WatchCache {
         position: QuakeCache.Position?, quakes: [IOQuaked.Quake]
     ) {
         let reader = try PostgresSink(settings: settings, name: name, table: table)
-        let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: try settings.configuration(), id: 2,
-            logger: reader.logger)
-        do {
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ", logger: reader.logger)
-            let position = try await reader.readPosition(connection)
-            let quakes = try await reader.quakes(connection, where: "ORDER BY id")
-            try await connection.query("COMMIT", logger: reader.logger)
-            try await connection.close()
-            return (position, quakes)
-        } catch {
-            try? await connection.close()
-            throw error
-        }
+        let link = try await PostgresLink.connect(settings, id: 2, logger: reader.logger)
+        defer { Task { await link.close() } }
+        try await link.query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        let position = try await reader.readPosition(link)
+        let quakes = try await reader.quakes(link, where: "ORDER BY id")
+        try await link.query("COMMIT")
+        return (position, quakes)
     }
 
     /// The table's columns as the sink writes them (COPY's column list), `geom` not among them.
@@ -287,35 +286,31 @@ public actor PostgresSink: WatchCache {
         await drop()
     }
 
-    private func quakes(_ connection: PostgresConnection, where clause: String) async throws -> [IOQuaked.Quake] {
-        let rows = try await connection.query(
+    private func quakes(_ link: PostgresLink, where clause: String) async throws -> [IOQuaked.Quake] {
+        let rows = try await link.query(
             PostgresQuery(unsafeSQL: "SELECT \(quakeTable.selectList) FROM \(quakeTable.quotedName) \(clause)"),
-            logger: logger)
-        var quakes: [IOQuaked.Quake] = []
-        for try await row in rows { quakes.append(try QuakeTable.quake(row)) }
-        return quakes
+            "reading the table")
+        return try rows.map(QuakeTable.quake)
     }
 
-    private func quake(_ connection: PostgresConnection, id: String) async throws -> IOQuaked.Quake? {
+    private func quake(_ link: PostgresLink, id: String) async throws -> IOQuaked.Quake? {
         var binds = PostgresBindings()
         binds.append(id)
-        let rows = try await connection.query(
+        let rows = try await link.query(
             PostgresQuery(
                 unsafeSQL: "SELECT \(quakeTable.selectList) FROM \(quakeTable.quotedName) WHERE id = $1", binds: binds),
-            logger: logger)
-        var quake: IOQuaked.Quake?
-        for try await row in rows { quake = try QuakeTable.quake(row) }
-        return quake
+            "reading a row")
+        return try rows.rows.last.map(QuakeTable.quake)
     }
 
-    private func readPosition(_ connection: PostgresConnection) async throws -> QuakeCache.Position? {
-        let rows = try await connection.query(
+    private func readPosition(_ link: PostgresLink) async throws -> QuakeCache.Position? {
+        let rows = try await link.query(
             """
             SELECT store_id, token, (extract(epoch FROM updated_at) * 1000)::bigint, filter
             FROM quaked_sync_state WHERE name = \(name)
-            """, logger: logger)
+            """, "reading the position")
         var position: QuakeCache.Position?
-        for try await row in rows {
+        for row in rows {
             let (storeId, token, appliedAt, filter) = try row.decode((String, Int, Int64, String?).self)
             position = QuakeCache.Position(storeId: storeId, token: token, appliedAt: appliedAt, filter: filter)
         }
@@ -327,11 +322,13 @@ public actor PostgresSink: WatchCache {
     /// Runs `body` on the connection (connecting and checking the tables first when there is
     /// none). A failure drops the connection, which rolls back whatever was in flight, and comes
     /// out as a ``PostgresSinkError``.
-    private func step<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func step<T: Sendable>(_ body: (PostgresLink) async throws -> T) async throws -> T {
+        var current: PostgresLink?
         do {
-            if !resetting, let connection, connection.isClosed { await drop() }
-            let connection = try await connected()
-            return try await body(connection)
+            if !resetting, let link, link.isClosed { await drop() }
+            let link = try await connected()
+            current = link
+            return try await body(link)
         } catch let error as PostgresSinkError {
             await drop()
             throw error
@@ -340,8 +337,17 @@ public actor PostgresSink: WatchCache {
             throw CancellationError()
         } catch {
             await drop()
+            if let what = current?.abandonedDuring {
+                throw PostgresSinkError(
+                    "PostgreSQL at \(settings.redacted) did not answer \(what) within \(Self.seconds(settings.replyTimeoutMilliseconds)) (a stopped server, or a network that drops everything?): the connection is closed and its transaction rolled back"
+                )
+            }
             throw PostgresSinkError(describe(error))
         }
+    }
+
+    static func seconds(_ milliseconds: Int) -> String {
+        milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }
 
     private func drop() async {
@@ -350,41 +356,39 @@ public actor PostgresSink: WatchCache {
             self.copy = nil
             await copy.abandon()
         }
-        if let connection {
-            self.connection = nil
-            try? await connection.close()
+        if let link {
+            self.link = nil
+            await link.close()
         }
     }
 
-    private func connected() async throws -> PostgresConnection {
-        if let connection { return connection }
-        let configuration: PostgresConnection.Configuration
+    private func connected() async throws -> PostgresLink {
+        if let link { return link }
         do {
-            configuration = try settings.configuration()
+            _ = try settings.configuration()
         } catch {
             throw PostgresSinkError("\(error)", permanent: true)
         }
-        let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 1, logger: logger)
+        let link = try await PostgresLink.connect(settings, id: 1, logger: logger)
         do {
-            try await prepareTables(connection)
+            try await prepareTables(link)
         } catch {
-            try? await connection.close()
+            await link.close()
             throw error
         }
-        self.connection = connection
-        return connection
+        self.link = link
+        return link
     }
 
     /// On each new connection: creates `quaked_sync_state` when missing, checks that no other
     /// sink keeps the table (and that this sink keeps no other), takes the sink's lock (held by
     /// the connection: one process at a time runs a sink), then creates the table when missing
     /// and checks that it has the columns the sink writes.
-    private func prepareTables(_ connection: PostgresConnection) async throws {
+    private func prepareTables(_ link: PostgresLink) async throws {
         // One sink at a time creates tables (two starting at once would both try).
-        try await connection.query("BEGIN", logger: logger)
-        try await connection.query("SELECT pg_advisory_xact_lock(hashtext('quaked_sync'))", logger: logger)
-        try await connection.query(
+        try await link.query("BEGIN")
+        try await link.query("SELECT pg_advisory_xact_lock(hashtext('quaked_sync'))")
+        try await link.query(
             """
             CREATE TABLE IF NOT EXISTS quaked_sync_state (
               name text PRIMARY KEY,
@@ -394,68 +398,67 @@ public actor PostgresSink: WatchCache {
               filter text,
               updated_at timestamptz NOT NULL
             )
-            """, logger: logger)
+            """)
         try await checkColumns(
-            connection, table: "quaked_sync_state",
+            link, table: "quaked_sync_state",
             expected: [
                 ("name", "text"), ("table_name", "text"), ("store_id", "text"), ("token", "bigint"), ("filter", "text"),
                 ("updated_at", "timestamp with time zone"),
             ])
         var owners: [(String, String)] = []
-        for try await row in try await connection.query(
-            "SELECT name, table_name FROM quaked_sync_state WHERE name = \(name) OR table_name = \(table)", logger: logger)
+        for row in try await link.query(
+            "SELECT name, table_name FROM quaked_sync_state WHERE name = \(name) OR table_name = \(table)")
         {
             owners.append(try row.decode((String, String).self))
         }
         if let other = owners.first(where: { $0.0 != name }) {
-            try await connection.query("ROLLBACK", logger: logger)
+            try await link.query("ROLLBACK")
             throw PostgresSinkError(
                 "the table \(table) is kept by the sink \(other.0.debugDescription): give this sink its own --table",
                 permanent: true)
         }
         if let mine = owners.first(where: { $0.0 == name }), mine.1 != table {
-            try await connection.query("ROLLBACK", logger: logger)
+            try await link.query("ROLLBACK")
             throw PostgresSinkError(
                 "the sink \(name.debugDescription) keeps the table \(mine.1): pass --table \(mine.1), or another --name",
                 permanent: true)
         }
         var locked = false
-        for try await row in try await connection.query(
-            "SELECT pg_try_advisory_lock(hashtext('quaked_sync'), hashtext(\(name)))", logger: logger)
+        for row in try await link.query(
+            "SELECT pg_try_advisory_lock(hashtext('quaked_sync'), hashtext(\(name)))")
         {
             locked = try row.decode(Bool.self)
         }
         guard locked else {
-            try await connection.query("ROLLBACK", logger: logger)
+            try await link.query("ROLLBACK")
             throw PostgresSinkError(
                 "another quakectl sync runs the sink \(name.debugDescription) on \(settings.redacted); waiting for it to stop")
         }
         var postgis = false
-        for try await _ in try await connection.query("SELECT 1 FROM pg_extension WHERE extname = 'postgis'", logger: logger) {
+        for _ in try await link.query("SELECT 1 FROM pg_extension WHERE extname = 'postgis'") {
             postgis = true
         }
-        let columns = try await columns(connection, table: table)
+        let columns = try await columns(link, table: table)
         createOnReset = columns.isEmpty
         if columns.isEmpty {
             // No table (a new sink, or its table was dropped): a position without its rows means
             // nothing, and the reset that follows creates the table.
-            try await connection.query("DELETE FROM quaked_sync_state WHERE name = \(name)", logger: logger)
+            try await link.query("DELETE FROM quaked_sync_state WHERE name = \(name)")
         } else {
             try await checkColumns(
-                connection, table: table, expected: QuakeTable.columns.map { ($0.name, $0.kind.sqlType) }, known: columns)
+                link, table: table, expected: QuakeTable.columns.map { ($0.name, $0.kind.sqlType) }, known: columns)
             if let geom = columns["geom"], geom != QuakeTable.geometryType {
                 throw PostgresSinkError(
                     "the table \(table) has a column geom of type \(geom), not \(QuakeTable.geometryType): drop or rename it")
             }
             if postgis && columns["geom"] == nil {
                 // PostGIS installed since the table was made: add the column.
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: "ALTER TABLE \(quakeTable.quotedName) ADD COLUMN \(QuakeTable.geometryDefinition)"),
-                    logger: logger)
-                try await connection.query(PostgresQuery(unsafeSQL: quakeTable.geometryIndexSQL), logger: logger)
+                try await link.query(
+                    PostgresQuery(unsafeSQL: "ALTER TABLE \(quakeTable.quotedName) ADD COLUMN \(QuakeTable.geometryDefinition)"))
+                try await link.query(PostgresQuery(unsafeSQL: quakeTable.geometryIndexSQL))
             }
         }
-        try await connection.query("COMMIT", logger: logger)
+        try await link.query("COMMIT")
         hasGeometry = postgis
         if !postgis, notes.isEmpty {
             notes.append(
@@ -465,14 +468,14 @@ public actor PostgresSink: WatchCache {
     }
 
     /// A table's columns and their types (`format_type`); empty when there is no such table.
-    private func columns(_ connection: PostgresConnection, table: String) async throws -> [String: String] {
+    private func columns(_ link: PostgresLink, table: String) async throws -> [String: String] {
         var columns: [String: String] = [:]
-        for try await row in try await connection.query(
+        for row in try await link.query(
             """
             SELECT a.attname::text, format_type(a.atttypid, a.atttypmod)
             FROM pg_attribute a WHERE a.attrelid = to_regclass(\(QuakeTable.quoted(table)))
               AND a.attnum > 0 AND NOT a.attisdropped
-            """, logger: logger)
+            """)
         {
             let (name, type) = try row.decode((String, String).self)
             columns[name] = type
@@ -481,10 +484,10 @@ public actor PostgresSink: WatchCache {
     }
 
     private func checkColumns(
-        _ connection: PostgresConnection, table: String, expected: [(String, String)], known: [String: String]? = nil
+        _ link: PostgresLink, table: String, expected: [(String, String)], known: [String: String]? = nil
     ) async throws {
         let columns: [String: String]
-        if let known { columns = known } else { columns = try await self.columns(connection, table: table) }
+        if let known { columns = known } else { columns = try await self.columns(link, table: table) }
         var problems: [String] = []
         for (column, type) in expected {
             switch columns[column] {
@@ -494,7 +497,7 @@ public actor PostgresSink: WatchCache {
             }
         }
         guard problems.isEmpty else {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await link.query("ROLLBACK")
             throw PostgresSinkError(
                 "the table \(table) in \(settings.redacted) has the wrong shape: \(problems.joined(separator: "; ")). Drop or rename it (quakectl sync creates it), or pass another --table"
             )
@@ -504,6 +507,7 @@ public actor PostgresSink: WatchCache {
     /// One sentence for a PostgreSQL failure: the server's own message when it sent one.
     func describe(_ error: any Error) -> String {
         let target = settings.redacted
+        if error is PostgresLink.Closed { return "PostgreSQL at \(target) closed the connection" }
         if let error = error as? PSQLError {
             if let info = error.serverInfo, let message = info[.message] {
                 var text = "PostgreSQL at \(target): \(message)"
@@ -541,89 +545,94 @@ public actor PostgresSink: WatchCache {
 /// ``finish()`` (which ends the COPY, and returns once PostgreSQL has taken every row) or
 /// ``abandon()`` (which fails it). ``write(_:)`` returns once the bytes are on their way, so
 /// PostgreSQL loads one page while the next is read.
+///
+/// Its start, each write and its end are ``PostgresLink/guarded(_:_:)``: each ends when the
+/// connection closes (a server that goes away mid-COPY), and closes it when PostgreSQL does not
+/// take the data within the reply timeout, instead of leaving the step waiting. None of them
+/// awaits the COPY's task itself, which a cancellation cannot end: its outcome comes through a
+/// stream. (postgres-nio writes the COPY's request as it writes a query's, with no promise: if
+/// the connection closes at that very moment the request is dropped and the task waits for
+/// ever. The start then fails with the close, and the task is left behind, suspended.)
 final class CopyStream: Sendable {
     private let writer: PostgresCopyFromWriter
     private let ending: AsyncStream<Bool>.Continuation
-    private let task: Task<Void, any Error>
-    /// Completes when the connection closes: a COPY step waits for this too, so that a server
-    /// that goes away mid-COPY ends the step with an error instead of leaving it waiting.
-    private let closed: EventLoopFuture<Void>
+    private let task: Task<Void, Never>
+    private let outcome: AsyncStream<Result<Void, any Error>>
+    private let link: PostgresLink
 
     private init(
-        writer: PostgresCopyFromWriter, ending: AsyncStream<Bool>.Continuation, task: Task<Void, any Error>,
-        closed: EventLoopFuture<Void>
+        writer: PostgresCopyFromWriter, ending: AsyncStream<Bool>.Continuation, task: Task<Void, Never>,
+        outcome: AsyncStream<Result<Void, any Error>>, link: PostgresLink
     ) {
         self.writer = writer
         self.ending = ending
         self.task = task
-        self.closed = closed
-    }
-
-    struct Closed: Error, CustomStringConvertible {
-        var description: String { "the connection closed during the COPY" }
-    }
-
-    /// `operation`, or ``Closed`` once the connection closes, whichever comes first.
-    private func unlessClosed(_ operation: @escaping @Sendable () async throws -> Void) async throws {
-        // An AsyncStream, not the future's get(), which a cancellation cannot end.
-        let (closing, signal) = AsyncStream<Void>.makeStream()
-        closed.whenComplete { _ in
-            signal.yield()
-            signal.finish()
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                for await _ in closing { break }
-                if Task.isCancelled { return }
-                throw Closed()
-            }
-            defer { group.cancelAll() }
-            try await group.next()
-        }
+        self.outcome = outcome
+        self.link = link
     }
 
     struct Abandoned: Error {}
 
-    static func start(on connection: PostgresConnection, table: String, columns: [String], logger: Logger)
+    static func start(on link: PostgresLink, table: String, columns: [String], logger: Logger)
         async throws -> CopyStream
     {
         let (endings, ending) = AsyncStream<Bool>.makeStream()
         let (writers, lend) = AsyncStream<PostgresCopyFromWriter>.makeStream()
+        let (outcome, report) = AsyncStream<Result<Void, any Error>>.makeStream()
+        let connection = link.connection
         // Unstructured on purpose: the COPY outlives this call (it ends in finish or abandon).
         let task = Task {
             defer { lend.finish() }
-            try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
-                lend.yield(writer)
-                lend.finish()
-                for await commit in endings {
-                    if commit { return }
-                    break
+            do {
+                try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+                    lend.yield(writer)
+                    lend.finish()
+                    for await commit in endings {
+                        if commit { return }
+                        break
+                    }
+                    throw Abandoned()
                 }
-                throw Abandoned()
+                report.yield(.success(()))
+            } catch {
+                report.yield(.failure(error))
             }
+            report.finish()
         }
-        var lent = writers.makeAsyncIterator()
-        guard let writer = await lent.next() else {
+        let writer: PostgresCopyFromWriter?
+        do {
+            writer = try await link.guarded("the COPY's start") { () -> PostgresCopyFromWriter? in
+                for await writer in writers { return writer }
+                return nil
+            }
+        } catch {
+            ending.finish()
+            task.cancel()
+            throw error
+        }
+        guard let writer else {
             // The COPY failed to start: its error.
             ending.finish()
-            try await task.value
+            for await result in outcome { try result.get() }
             throw PostgresSinkError("the COPY ended before it began")
         }
-        return CopyStream(writer: writer, ending: ending, task: task, closed: connection.closeFuture)
+        return CopyStream(writer: writer, ending: ending, task: task, outcome: outcome, link: link)
     }
 
     func write(_ buffer: ByteBuffer) async throws {
         let writer = writer
-        try await unlessClosed { try await writer.write(buffer) }
+        try await link.guarded("a page of the COPY") { try await writer.write(buffer) }
     }
 
     /// Ends the COPY; throws what PostgreSQL said of the data.
     func finish() async throws {
         ending.yield(true)
         ending.finish()
-        let task = task
-        try await unlessClosed { try await task.value }
+        let outcome = outcome
+        try await link.guarded("the COPY's end") {
+            for await result in outcome { return try result.get() }
+            throw PostgresSinkError("the COPY ended without a word")
+        }
     }
 
     /// Fails the COPY without waiting for it: the caller closes the connection next, which ends

@@ -85,11 +85,47 @@ import Testing
         }
     }
 
+    /// The liveness defaults, and libpq's keepalives and options parameters over them.
+    @Test func keepalivesAndSessionParametersHaveDefaultsAndTakeLibpqParameters() throws {
+        let plain = try PostgresSettings.resolve(url: "postgresql://h/d", environment: [:])
+        #expect(plain.keepalives && plain.keepalivesIdle == 30 && plain.keepalivesInterval == 10 && plain.keepalivesCount == 3)
+        #expect(plain.parameters == ["statement_timeout": "60s", "idle_in_transaction_session_timeout": "60s"])
+        #expect(plain.replyTimeoutMilliseconds == 65_000)
+        let startup = Dictionary(uniqueKeysWithValues: try plain.configuration().options.additionalStartupParameters)
+        #expect(startup["statement_timeout"] == "60s")
+        #expect(startup["tcp_keepalives_idle"] == "30")
+        #expect(startup["application_name"] == "quakectl sync")
+
+        let tuned = try PostgresSettings.resolve(
+            url: "postgresql://h/d?keepalives_idle=5&keepalives_interval=2&keepalives_count=4&options=-c%20statement_timeout%3D1500ms%20--lock-timeout=3s%20-cwork_mem=8MB",
+            environment: [:])
+        #expect(tuned.keepalivesIdle == 5 && tuned.keepalivesInterval == 2 && tuned.keepalivesCount == 4)
+        #expect(tuned.parameters["statement_timeout"] == "1500ms")
+        #expect(tuned.parameters["lock_timeout"] == "3s")
+        #expect(tuned.parameters["work_mem"] == "8MB")
+        #expect(tuned.replyTimeoutMilliseconds == 6_500)
+
+        let off = try PostgresSettings.resolve(
+            url: "postgresql://h/d?keepalives=0", environment: ["PGOPTIONS": "-c statement_timeout=0"])
+        #expect(!off.keepalives)
+        #expect(off.replyTimeoutMilliseconds == 65_000)
+        let offStartup = Dictionary(uniqueKeysWithValues: try off.configuration().options.additionalStartupParameters)
+        #expect(offStartup["tcp_keepalives_idle"] == nil)
+        #expect(offStartup["statement_timeout"] == "0")
+        #expect(PostgresSettings.milliseconds("2min") == 120_000)
+        #expect(PostgresSettings.milliseconds("soon") == nil)
+    }
+
     @Test(arguments: [
         ("mysql://h/d", "is not a postgresql:// URL"),
         ("postgresql://h:99999/d", "is not a port number"),
         ("postgresql://h/d?sslmode=sometimes", "sslmode \"sometimes\" is not one of"),
-        ("postgresql://h/d?options=-c", "\"options\" is not one quakectl sync takes"),
+        ("postgresql://h/d?tcp_user_timeout=5", "\"tcp_user_timeout\" is not one quakectl sync takes"),
+        ("postgresql://h/d?options=-x", "give run-time parameters as -c name=value"),
+        ("postgresql://h/d?options=-c%20statement_timeout", "is not name=value"),
+        ("postgresql://h/d?options=-c%20statement_timeout%3Dsoon", "statement_timeout \"soon\" is not a duration"),
+        ("postgresql://h/d?keepalives_idle=0", "keepalives_idle \"0\" is not a number of seconds"),
+        ("postgresql://h/d?keepalives=yes", "keepalives \"yes\" is not 0 or 1"),
         ("postgresql://a,b/d", "several hosts are not supported"),
         ("postgresql://h/d?connect_timeout=soon", "connect_timeout"),
     ])

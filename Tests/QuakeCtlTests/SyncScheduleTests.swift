@@ -230,24 +230,10 @@ extension ClientEndToEnd {
             let seed = environment["QUAKED_SYNC_SEED"].flatMap(UInt64.init) ?? 2_026_112_6
             let cases = environment["QUAKED_SYNC_CASES"].flatMap(Int.init) ?? 3
             let writer = try DocumentWriter(feed: ModelCheck.templateFeed)
-            var stalls = 0
             try await SyncTests.withPostgres { pg in
                 for index in 0..<cases {
                     let testCase = Self.generate(index: index, seed: seed, writer: writer)
                     if let failure = try await Self.play(testCase, pg: pg, writer: writer, run: 0) {
-                        if failure.message.contains("did not reach the head") {
-                            // A known, intermittent liveness defect (README, "Sharing the catalog":
-                            // known issues): after a PostgreSQL crash a sink can stop making
-                            // progress without a word. Its table never differs from the store
-                            // (that would fail below); it stops. Recorded as a known issue, not
-                            // shrunk (it does not reproduce reliably), and the run goes on.
-                            withKnownIssue("a sink stalled after a fault (intermittent)", isIntermittent: true) {
-                                Issue.record("sync schedule: seed \(seed) (QUAKED_SYNC_SEED=\(seed)), \(failure)\n\(testCase)")
-                            }
-                            print("sync schedules: seed \(seed), case \(index): a sink stalled (known issue): \(failure)")
-                            stalls += 1
-                            continue
-                        }
                         let (shrunk, last) = await Self.shrink(testCase, failure, pg: pg, writer: writer)
                         Issue.record(
                             """
@@ -258,7 +244,7 @@ extension ClientEndToEnd {
                         return
                     }
                 }
-                print("sync schedules: seed \(seed): \(cases) cases of 9 steps, no counterexample; \(stalls) stalled (known issue)")
+                print("sync schedules: seed \(seed): \(cases) cases of 9 steps, no counterexample")
             }
         }
     }
