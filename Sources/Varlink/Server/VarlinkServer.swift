@@ -215,7 +215,7 @@ public final class VarlinkServer: Sendable {
                 }
                 // Without waiting: only while nothing else is written and the socket keeps up.
                 let sendNow: @Sendable (ByteBuffer) -> Bool = { frame in
-                    guard channel.isWritable, !watch.isBusy else { return false }
+                    guard channel.isActive, channel.isWritable, !watch.isBusy else { return false }
                     channel.writeAndFlush(frame, promise: nil)
                     return true
                 }
@@ -223,13 +223,27 @@ public final class VarlinkServer: Sendable {
                     try await write(ByteBuffer(bytes: limitReplies.tooManyConnections(limits.maxConnections)))
                     return
                 }
-                // Oversized and never-ending messages never get here: MessageLimitsHandler answers
-                // and closes first.
-                for try await frame in inbound {
-                    let keepOpen = try await handle(
-                        Array(frame.readableBytesView), peer: connection.peer, write: write, sendNow: sendNow,
-                        eventLoop: channel.eventLoop)
-                    if !keepOpen { return }
+                // Calls are handled while a second task watches the channel: when the peer goes
+                // away (closed cleanly or abruptly, before or after a reply, with a write in
+                // flight or none), the call in hand is cancelled at once. A Subscribe ends with
+                // its connection, not at its next failed write, which a subscriber sent to
+                // without waiting (``sendNow``) might never make.
+                let closed = Wakeup()
+                channel.closeFuture.whenComplete { _ in closed.signal() }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        // Oversized and never-ending messages never get here: MessageLimitsHandler
+                        // answers and closes first.
+                        for try await frame in inbound {
+                            let keepOpen = try await self.handle(
+                                Array(frame.readableBytesView), peer: connection.peer, write: write, sendNow: sendNow,
+                                eventLoop: channel.eventLoop)
+                            if !keepOpen { return }
+                        }
+                    }
+                    group.addTask { await closed.wait() }
+                    defer { group.cancelAll() }
+                    try await group.next()
                 }
             }
         } catch {
