@@ -41,7 +41,12 @@ extension ClientEndToEnd {
                         return span.contains(time)
                     })
                 let extraID = extra["id"] as! String
-                try service.add(feature: JSONSerialization.data(withJSONObject: extra).map { $0 })
+                // Added upstream recently: within the first run's catalog-since (1d).
+                var recent = extra
+                var properties = extra["properties"] as! [String: Any]
+                properties["updated"] = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
+                recent["properties"] = properties
+                try service.add(feature: JSONSerialization.data(withJSONObject: recent).map { $0 })
                 // The deleted event: the largest, so a --min-mag watch holds it.
                 let largest = try #require(
                     dayDocument.features.max {
@@ -128,6 +133,120 @@ extension ClientEndToEnd {
                     #expect(first.query?.updatedAfter == position - 1000)
                     #expect(first.query?.includeDeleted == .include)
                     #expect(try daemon.withStore { try $0.checkIntegrity() } == [])
+                }
+            }
+        }
+
+        /// A backfill of the 4,312 events of 2019 with a search limit of 500, then `catalog` set to
+        /// the same service by a reload. Returns the daemon, the job, and the service's log of the
+        /// catalog's first run (from the reload to its recorded position).
+        static func firstRunAfterBackfill(
+            _ service: FDSNTestService, in dir: URL, config extra: String,
+            beforeCatalog: (BackfillJobRecord) async throws -> Void = { _ in }
+        ) async throws -> (daemon: Quaked, job: BackfillJobRecord, log: [FDSNTestService.LoggedRequest], reloadedAt: Int64, doneAt: Int64) {
+            let config = dir.appendingPathComponent("quaked.conf")
+            try Self.writeConfig(config, catalog: nil)
+            try extra.appendTo(config)
+            let daemon = try await Quaked(in: dir, feeds: [BackfillTests.feed], ["--config", config.path])
+            do {
+                let (job, log, reloadedAt, doneAt) = try await Self.backfillThenCatalog(
+                    service, daemon: daemon, config: config, extra: extra, beforeCatalog: beforeCatalog)
+                return (daemon, job, log, reloadedAt, doneAt)
+            } catch {
+                _ = try? await daemon.stop()
+                throw error
+            }
+        }
+
+        private static func backfillThenCatalog(
+            _ service: FDSNTestService, daemon: Quaked, config: URL, extra: String,
+            beforeCatalog: (BackfillJobRecord) async throws -> Void
+        ) async throws -> (job: BackfillJobRecord, log: [FDSNTestService.LoggedRequest], reloadedAt: Int64, doneAt: Int64) {
+            let range = try #require(service.timeRange)
+            let backfill = try await quakectl(
+                [
+                    "backfill", "--socket", daemon.socketPath, "--json", "--start", "\(range.lowerBound)", "--end",
+                    "\(range.upperBound + 1)", "--catalog", service.baseURL,
+                ], timeout: .seconds(180))
+            #expect(backfill.status == 0, "\(backfill.stderr)")
+            let job = try #require(try daemon.withStore { try $0.backfillJobs().first })
+            #expect(job.state == .done && job.eventsImported == 4312)
+            try await beforeCatalog(job)
+            service.clearLog()
+            try Self.writeConfig(config, catalog: service.baseURL)
+            try extra.appendTo(config)
+            let reloadedAt = Int64(Date().timeIntervalSince1970 * 1000)
+            let reload = try await quakectl(["reload", "--socket", daemon.socketPath])
+            #expect(reload.status == 0, "\(reload.stderr)")
+            try await waitUntil(timeout: .seconds(60)) {
+                try daemon.withStore { try $0.catalogPosition(url: service.baseURL) } != nil
+            }
+            let doneAt = Int64(Date().timeIntervalSince1970 * 1000)
+            return (job, service.log, reloadedAt, doneAt)
+        }
+
+        @Test("after a large backfill, a new catalog's first run asks what changed in the last catalog-since: one count, one query")
+        func politeFirstRun() async throws {
+            try await FDSNTestService.withService(searchLimit: 500) { service, _ in
+                try service.add(featuresOf: BackfillTests.catalogFixture)
+                try await withTemporaryDirectory { dir in
+                    // catalog-since left at its default, 1d.
+                    let (daemon, job, log, reloadedAt, doneAt) = try await Self.firstRunAfterBackfill(
+                        service, in: dir, config: "")
+                    defer { Task { try? await daemon.stop() } }
+                    // The job took a window per 250 events or so; asking for every event updated since
+                    // the oldest stored one, as the first run did before, took as many again.
+                    #expect(job.windowsDone >= 4312 / 500)
+                    let queries = log.filter { $0.endpoint == .query }
+                    let counts = log.filter { $0.endpoint == .count }
+                    #expect(queries.count == 1 && counts.count == 1, "\(log.map { "\($0.endpoint) \($0.query.map { "\($0)" } ?? "")" })")
+                    #expect(log.count < job.windowsDone)
+                    // updatedafter = the run's start less 1d: between the reload and the run's end.
+                    let day: Int64 = 86_400_000
+                    for request in log {
+                        let after = try #require(request.query?.updatedAfter)
+                        #expect(after >= reloadedAt - day && after <= doneAt - day, "updatedafter \(after)")
+                        #expect(request.query?.includeDeleted == .include)
+                    }
+                    // Over every event time the store holds: the feed's 2017 events to now.
+                    let query = try #require(queries.first?.query)
+                    let oldest = try #require(try daemon.withStore { try $0.eventTimeSpan()?.oldest })
+                    #expect(query.startTime == oldest)
+                    #expect(queries.first?.matched == 0)
+                    #expect(try daemon.withStore { try $0.count() } == 4312 + 8)
+                }
+            }
+        }
+
+        @Test("over times a backfill fetched, a first run asks from the job's creation when that is earlier: an update made after its windows is not missed")
+        func firstRunAfterOldBackfill() async throws {
+            try await FDSNTestService.withService(searchLimit: 500) { service, _ in
+                try service.add(featuresOf: BackfillTests.catalogFixture)
+                let revised = try #require(service.events(matching: FDSNTestService.Query()).dropFirst(1000).first)
+                try await withTemporaryDirectory { dir in
+                    // A short catalog-since, so the job (made seconds before) is older than it.
+                    let (daemon, job, log, reloadedAt, doneAt) = try await Self.firstRunAfterBackfill(
+                        service, in: dir, config: "catalog-since = 2s\n",
+                        beforeCatalog: { _ in
+                            // Revised upstream after the job fetched it, then more than catalog-since passes.
+                            try service.setMagnitude(
+                                id: revised.id, mag: 6.66, updated: Int64(Date().timeIntervalSince1970 * 1000))
+                            try await Task.sleep(for: .seconds(3))
+                        })
+                    defer { Task { try? await daemon.stop() } }
+                    #expect(try daemon.withStore { try $0.quake(id: revised.id)?.mag } == 6.66)
+                    let queries = log.filter { $0.endpoint == .query }.compactMap(\.query)
+                    // Three queries: before the job's times and after them from catalog-since, the
+                    // job's times from its creation less the overlap (1s). Each with its count.
+                    #expect(log.count == 6, "\(log.map { "\($0.endpoint) \($0.query.map { "\($0)" } ?? "")" })")
+                    #expect(log.count < job.windowsDone)
+                    let inJob = try #require(queries.first { $0.startTime == job.startTime })
+                    #expect(inJob.endTime == job.endTime - 1)
+                    #expect(inJob.updatedAfter == job.createdAt - 1000)
+                    for query in queries where query.startTime != job.startTime {
+                        let after = try #require(query.updatedAfter)
+                        #expect(after >= reloadedAt - 2000 && after <= doneAt - 2000)
+                    }
                 }
             }
         }

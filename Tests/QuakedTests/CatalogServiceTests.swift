@@ -1,5 +1,5 @@
 import Foundation
-import QuakeStore
+@testable import QuakeStore
 import Testing
 
 @testable import QuakeDaemon
@@ -93,5 +93,74 @@ import Testing
     @Test(arguments: ["1,2", "1,2,3,4,5", "91,0,10", "0,181,10", "0,0,0", "0,0,30000", "40,0,30,10", "0,5,10,5", "a,b,c"])
     func refusedRegions(text: String) {
         #expect(throws: ConfigValue.Problem.self) { try ConfigValue.region(text) }
+    }
+
+    /// A catalog's first run: `catalog-since` outside backfilled times; inside them, the job's
+    /// bound when it is earlier (an old job), else `catalog-since` too, in the same query.
+    @Test func firstRunPieces() {
+        typealias Piece = CatalogSync.Piece
+        typealias Coverage = CatalogSync.Coverage
+        let since: Int64 = 1_000_000
+        // No backfill: one query from `since`.
+        #expect(CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: []) == [Piece(start: 0, end: 500, updatedAfter: since)])
+        // A recent job (created after `since`): still one query, from `since`.
+        let recent = Coverage(start: 100, end: 400, updatedAfter: since + 5000)
+        #expect(CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: [recent]) == [Piece(start: 0, end: 500, updatedAfter: since)])
+        // An old job: its times are asked from its bound, the rest from `since`.
+        let old = Coverage(start: 100, end: 400, updatedAfter: since - 7000)
+        #expect(
+            CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: [old]) == [
+                Piece(start: 0, end: 100, updatedAfter: since), Piece(start: 100, end: 400, updatedAfter: since - 7000),
+                Piece(start: 400, end: 500, updatedAfter: since),
+            ])
+        // Overlapping jobs: the newer one's knowledge wins where both fetched; a job reaching past
+        // the store's times is clipped to them.
+        let older = Coverage(start: -50, end: 300, updatedAfter: since - 9000)
+        #expect(
+            CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: [old, older]) == [
+                Piece(start: 0, end: 100, updatedAfter: since - 9000), Piece(start: 100, end: 400, updatedAfter: since - 7000),
+                Piece(start: 400, end: 500, updatedAfter: since),
+            ])
+        // A recent job beside an old one: the recent one's times join `since`'s query.
+        let beside = Coverage(start: 400, end: 450, updatedAfter: since + 1)
+        #expect(
+            CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: [old, beside]) == [
+                Piece(start: 0, end: 100, updatedAfter: since), Piece(start: 100, end: 400, updatedAfter: since - 7000),
+                Piece(start: 400, end: 500, updatedAfter: since),
+            ])
+        // Jobs outside the store's times, or empty: nothing changes.
+        let outside = [Coverage(start: 600, end: 700, updatedAfter: 0), Coverage(start: 200, end: 200, updatedAfter: 0)]
+        #expect(CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: outside) == [Piece(start: 0, end: 500, updatedAfter: since)])
+        #expect(CatalogSync.firstRunPieces(from: 5, to: 5, since: since, coverage: [old]).isEmpty)
+        // The pieces always tile the times asked about.
+        for coverage in [[old], [old, older], [old, beside], outside] {
+            let pieces = CatalogSync.firstRunPieces(from: 0, to: 500, since: since, coverage: coverage)
+            #expect(pieces.first?.start == 0 && pieces.last?.end == 500)
+            for (a, b) in zip(pieces, pieces.dropFirst()) { #expect(a.end == b.start && a.updatedAfter != b.updatedAfter) }
+        }
+    }
+
+    /// Which jobs cover the sync's query: the same service, no higher magnitude floor, no other region.
+    @Test func backfillCoverage() throws {
+        func job(catalog: String = "https://example.org/fdsnws/event/1/", minMagnitude: Double? = nil, region: CatalogRegion? = nil)
+            -> BackfillJobRecord
+        {
+            BackfillJobRecord(
+                id: 1, catalog: catalog, startTime: 0, endTime: 10, minMagnitude: minMagnitude, region: region, state: .done,
+                createdAt: 0, finishedAt: 1, cursor: 10, span: 10, windowsDone: 1, eventsFetched: 0, eventsImported: 0,
+                lastToken: nil, error: nil)
+        }
+        let url = try CatalogService(parsing: "https://example.org/fdsnws/event/1").base.absoluteString
+        #expect(CatalogSync.sameService(job().catalog, url))
+        #expect(CatalogSync.sameService("https://example.org/fdsnws/event/1/query", url))
+        #expect(!CatalogSync.sameService("https://example.com/fdsnws/event/1/", url))
+        let box = CatalogRegion.box(minLat: 30, maxLat: 40, minLon: 130, maxLon: 140)
+        #expect(CatalogSync.covers(job(), minMagnitude: nil, region: nil))
+        #expect(CatalogSync.covers(job(), minMagnitude: 2.5, region: box))
+        #expect(CatalogSync.covers(job(minMagnitude: 2.5), minMagnitude: 4.5, region: nil))
+        #expect(!CatalogSync.covers(job(minMagnitude: 4.5), minMagnitude: 2.5, region: nil))
+        #expect(!CatalogSync.covers(job(minMagnitude: 4.5), minMagnitude: nil, region: nil))
+        #expect(CatalogSync.covers(job(region: box), minMagnitude: nil, region: box))
+        #expect(!CatalogSync.covers(job(region: box), minMagnitude: nil, region: nil))
     }
 }

@@ -163,7 +163,7 @@ extension CatalogSync.Settings {
     init(_ configuration: DaemonConfiguration) {
         self.init(
             service: configuration.catalog, interval: configuration.catalogInterval,
-            overlap: configuration.catalogOverlap, minMagnitude: configuration.catalogMinMagnitude,
+            overlap: configuration.catalogOverlap, since: configuration.catalogSince, minMagnitude: configuration.catalogMinMagnitude,
             region: configuration.catalogRegion, pager: .init(configuration), limits: configuration.pullLimits,
             eventRetention: configuration.eventRetention)
     }

@@ -62,6 +62,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// How far before the last successful run's start the next one asks for updates: the
     /// service's own indexing lag.
     public var catalogOverlap: Duration = .seconds(10 * 60)
+    /// How far back a catalog's first run (no position yet) asks for updates, outside the event
+    /// times a backfill job fetched.
+    public var catalogSince: Duration = .seconds(24 * 3600)
     /// The catalog sync's minimum magnitude; nil: every magnitude.
     public var catalogMinMagnitude: Double? = nil
     /// The catalog sync's region; nil: everywhere.
@@ -120,6 +123,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case catalog
         case catalogInterval = "catalog-interval"
         case catalogOverlap = "catalog-overlap"
+        case catalogSince = "catalog-since"
         case catalogMinMagnitude = "catalog-min-magnitude"
         case catalogRegion = "catalog-region"
         case backfillPause = "backfill-pause"
@@ -210,6 +214,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
             catalogInterval = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
         case .catalogOverlap:
             catalogOverlap = try parse { try ConfigValue.duration(value) }
+        case .catalogSince:
+            catalogSince = try parse { try ConfigValue.duration(value) }
         case .catalogMinMagnitude:
             if value.isEmpty || value == "none" {
                 catalogMinMagnitude = nil
