@@ -517,6 +517,9 @@ public actor PostgresSink: WatchCache {
             }
             switch error.code {
             case .connectionError:
+                if case .connectTimeout = error.underlying as? ChannelError {
+                    return "cannot connect to PostgreSQL at \(target): no answer within \(settings.connectTimeout) s (connect_timeout)"
+                }
                 let reason = error.underlying.map { "\($0)" } ?? "no answer"
                 return "cannot connect to PostgreSQL at \(target): \(reason)"
             case .serverClosedConnection, .uncleanShutdown:

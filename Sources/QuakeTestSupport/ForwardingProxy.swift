@@ -24,19 +24,42 @@ public struct ProxiedRequest: Sendable {
 ///
 /// With `requiredAuthorization` set, a request whose `Proxy-Authorization` is not exactly that
 /// gets `407 Proxy Authentication Required`. Always call ``shutdown()``.
+///
+/// ``startTCP(to:port:listenPort:)`` makes a plain TCP relay instead (every connection tunnelled
+/// to one upstream, no HTTP), for a PostgreSQL client; ``blackHole()`` makes it stop forwarding
+/// in both directions (and stop connecting upstream), the connections staying open, as a network
+/// that drops everything; ``resume()`` forwards again what was held.
 public final class ForwardingProxy: Sendable {
     private let log = NIOLockedValueBox<[ProxiedRequest]>([])
     private let serverChannel: any Channel
     private let runTask: NIOLockedValueBox<Task<Void, Never>?>
     private let requiredAuthorization: String?
+    /// A plain TCP relay's upstream.
+    private let upstream: (host: String, port: Int)?
+    private let forwarding = NIOLockedValueBox(true)
     /// The TCP port the proxy listens on (127.0.0.1).
     public let port: Int
 
-    private init(serverChannel: any Channel, port: Int, requiredAuthorization: String?) {
+    private init(serverChannel: any Channel, port: Int, requiredAuthorization: String?, upstream: (host: String, port: Int)? = nil) {
         self.serverChannel = serverChannel
         self.port = port
         self.requiredAuthorization = requiredAuthorization
+        self.upstream = upstream
         self.runTask = NIOLockedValueBox(nil)
+    }
+
+    /// Stops forwarding: bytes are held (not passed on, not acknowledged beyond the socket
+    /// buffers), closes are not passed on, new connections are accepted but not connected upstream.
+    public func blackHole() { forwarding.withLockedValue { $0 = false } }
+
+    /// Forwards again, starting with what was held.
+    public func resume() { forwarding.withLockedValue { $0 = true } }
+
+    /// Waits while the relay is black-holed.
+    private func gate() async {
+        while !forwarding.withLockedValue({ $0 }) && !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// `http://127.0.0.1:PORT`, or with user info: `http://user:password@127.0.0.1:PORT`.
@@ -48,11 +71,22 @@ public final class ForwardingProxy: Sendable {
     /// Every request received, oldest first.
     public var requests: [ProxiedRequest] { log.withLockedValue { $0 } }
 
+    /// Starts a plain TCP relay on 127.0.0.1 (`listenPort`, or an ephemeral port) to `host`:`port`.
+    public static func startTCP(to host: String, port: Int, listenPort: Int = 0) async throws -> ForwardingProxy {
+        try await start(requiredAuthorization: nil, upstream: (host, port), listenPort: listenPort)
+    }
+
     /// Starts a proxy on an ephemeral port of 127.0.0.1.
     public static func start(requiredAuthorization: String? = nil) async throws -> ForwardingProxy {
+        try await start(requiredAuthorization: requiredAuthorization, upstream: nil, listenPort: 0)
+    }
+
+    private static func start(requiredAuthorization: String?, upstream: (host: String, port: Int)?, listenPort: Int)
+        async throws -> ForwardingProxy
+    {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
+            .bind(host: "127.0.0.1", port: listenPort) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
@@ -62,13 +96,15 @@ public final class ForwardingProxy: Sendable {
             throw FeedTestServerError.noLocalAddress
         }
         let proxy = ForwardingProxy(
-            serverChannel: channel.channel, port: port, requiredAuthorization: requiredAuthorization)
+            serverChannel: channel.channel, port: port, requiredAuthorization: requiredAuthorization, upstream: upstream)
         let task = Task {
             await withDiscardingTaskGroup { group in
                 do {
                     try await channel.executeThenClose { inbound in
                         for try await connection in inbound {
-                            group.addTask { await proxy.serve(connection) }
+                            group.addTask {
+                                if let upstream { await proxy.relay(connection, to: upstream) } else { await proxy.serve(connection) }
+                            }
                         }
                     }
                 } catch {
@@ -111,6 +147,44 @@ public final class ForwardingProxy: Sendable {
         var target: String
         var version: String
         var headers: HTTPHeaders
+    }
+
+    /// A plain TCP relay's connection: tunnelled to the upstream, through ``gate()``.
+    private func relay(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, to target: (host: String, port: Int)) async {
+        let client = connection.channel
+        try? await connection.executeThenClose { inbound, _ in
+            await gate()
+            let upstream = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: target.host, port: target.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            try await upstream.executeThenClose { upstreamInbound, _ in
+                let server = upstream.channel
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        do {
+                            for try await chunk in upstreamInbound {
+                                await self.gate()
+                                try await client.writeAndFlush(chunk).get()
+                            }
+                        } catch {}
+                        await self.gate()
+                        try? await client.close()
+                    }
+                    do {
+                        for try await chunk in inbound {
+                            await gate()
+                            try await server.writeAndFlush(chunk).get()
+                        }
+                    } catch {}
+                    await gate()
+                    try? await server.close()
+                    await group.waitForAll()
+                }
+            }
+        }
     }
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {

@@ -163,6 +163,26 @@ public final class PostgresTestServer: @unchecked Sendable {
         postmaster = nil
     }
 
+    /// SIGSTOP (``pause()``) or SIGCONT (``resume()``) to the postmaster and every backend (its
+    /// children, found in /proc): a server that neither answers nor closes its connections.
+    public func pause() throws { try signalAll(SIGSTOP) }
+    public func resume() throws { try signalAll(SIGCONT) }
+
+    private func signalAll(_ signal: Int32) throws {
+        guard let postmaster, postmaster.isRunning else { throw Failure(description: "PostgreSQL is not running") }
+        var pids = [postmaster.pid]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry),
+                let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }),
+                Int32(line.dropFirst("PPid:".count).trimmingCharacters(in: .whitespaces)) == postmaster.pid
+            else { continue }
+            pids.append(pid)
+        }
+        // The postmaster first when stopping (it forks no new backend), last when continuing.
+        for pid in signal == SIGCONT ? pids.reversed() : pids { Foundation.kill(pid, signal) }
+    }
+
     /// Starts the server again on the same data (crash recovery after ``kill()``).
     public func restart() async throws {
         if postmaster != nil { try await stop() }
