@@ -72,7 +72,13 @@ public struct Watcher: Sendable {
         public var endpoint: QuakedEndpoint
         /// A durable client name: quaked keeps history this client has not acknowledged.
         public var clientName: String?
-        /// Report the backlog as such (``WatchEvent/applied(_:storeId:before:isBacklog:)``).
+        /// A start position for a cache that has none (`--since now`, as Kafka's
+        /// `auto.offset.reset=latest`): when the cache holds no position, or one it cannot use
+        /// (another store, another filter, an expired token: the cases that reset it), the
+        /// transactions up to quaked's head when the watch connects are applied as backlog
+        /// (``WatchEvent/applied(_:storeId:before:isBacklog:)``), not reported as news. A cache
+        /// with a usable position resumes from it: everything after it is news, also what
+        /// changed while the watch was not running.
         public var sinceNow = false
         public var heartbeatSeconds = 30
         public var initialBackoff: Duration = .milliseconds(200)
@@ -125,19 +131,24 @@ public struct Watcher: Sendable {
     }
 
     /// Runs until cancelled or stopped, or until a failure retrying cannot fix (permission
-    /// denied, or an error `handle` throws).
-    public func run(stop: WatchStop = WatchStop(), _ handle: @escaping Handler) async throws {
+    /// denied, or an error `handle` throws). `health` is kept up to date as the watch goes (a
+    /// service reads it for systemd's watchdog); a session it finds stalled is ended, reported
+    /// once as ``WatchEvent/disconnected(reason:)`` with a ``WatchStalled``, and started again.
+    public func run(stop: WatchStop = WatchStop(), health: WatchHealth? = nil, _ handle: @escaping Handler)
+        async throws
+    {
+        let health = health ?? WatchHealth(heartbeatSeconds: options.heartbeatSeconds)
         var backoff = options.initialBackoff
         var away = false
         let cacheAway = NIOLockedValueBox(false)
-        var printFrom: Int?
+        var start = StartPoint.undecided
         let recentDone = NIOLockedValueBox(options.lastCount == nil)
         while true {
             if stop.isRequested { return }
             do {
                 try await session(
-                    printFrom: &printFrom, quiet: away, stop: stop, recentDone: recentDone, cacheAway: cacheAway,
-                    handle: handle
+                    start: &start, quiet: away, stop: stop, recentDone: recentDone, cacheAway: cacheAway,
+                    health: health, handle: handle
                 ) {
                     backoff = options.initialBackoff
                     try await handle(.connected(afterOutage: away))
@@ -184,8 +195,9 @@ public struct Watcher: Sendable {
     /// `quiet`: during an outage already reported, an ssh route's retries do not repeat ssh's or
     /// the remote bridge's message on stderr each time.
     private func session(
-        printFrom: inout Int?, quiet: Bool, stop: WatchStop, recentDone: NIOLockedValueBox<Bool>,
-        cacheAway: NIOLockedValueBox<Bool>, handle: @escaping Handler, connected: () async throws -> Void
+        start: inout StartPoint, quiet: Bool, stop: WatchStop, recentDone: NIOLockedValueBox<Bool>,
+        cacheAway: NIOLockedValueBox<Bool>, health: WatchHealth, handle: @escaping Handler,
+        connected: () async throws -> Void
     ) async throws {
         var endpoint = options.endpoint
         if quiet, case .ssh(var route) = endpoint {
@@ -196,8 +208,9 @@ public struct Watcher: Sendable {
             try await QuakedConnection.with(endpoint) { requests in
                 // A stop closes both, which ends any wait on them.
                 guard stop.register([subscription, requests]) else { throw CancellationError() }
-                let context = Context(stop: stop, recentDone: recentDone, cacheAway: cacheAway, handle: handle)
-                try await follow(subscription, requests, printFrom: &printFrom, context: context, connected: connected)
+                let context = Context(
+                    stop: stop, recentDone: recentDone, cacheAway: cacheAway, health: health, handle: handle)
+                try await follow(subscription, requests, start: &start, context: context, connected: connected)
             }
         }
     }
@@ -209,53 +222,97 @@ public struct Watcher: Sendable {
         let recentDone: NIOLockedValueBox<Bool>
         /// Whether ``WatchEvent/cacheUnavailable(reason:)`` was sent and the cache has not worked since.
         let cacheAway: NIOLockedValueBox<Bool>
+        let health: WatchHealth
         let handle: Handler
     }
 
+    /// Where `sinceNow` starts reporting news; decided at the watch's first connection and
+    /// settled by its first catch-up.
+    enum StartPoint: Equatable {
+        /// Not connected yet.
+        case undecided
+        /// The cache's position looked usable: it resumes from it, unless the first catch-up
+        /// finds it unusable after all (an expired token), which makes it a start.
+        case resuming
+        /// Reporting news: everything after the cache's position (or no `sinceNow`).
+        case resumed
+        /// A start: transactions up to this token are backlog.
+        case backlogThrough(Int)
+
+        var floor: Int? {
+            if case .backlogThrough(let token) = self { token } else { nil }
+        }
+    }
+
+    /// One session: subscribe, catch up, then follow the notifications, until the connection
+    /// fails. A watchdog beside it ends the session when ``WatchHealth`` finds it stalled (quaked
+    /// silent, or the cache not moving towards the head), by closing both connections, which
+    /// fails whatever waits on them.
     private func follow(
-        _ subscription: QuakedConnection, _ requests: QuakedConnection, printFrom: inout Int?,
+        _ subscription: QuakedConnection, _ requests: QuakedConnection, start: inout StartPoint,
+        context: Context, connected: () async throws -> Void
+    ) async throws {
+        let health = context.health
+        health.sessionStarted()
+        defer { health.sessionEnded() }
+        let stalled = NIOLockedValueBox<WatchHealth.Stall?>(nil)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(1))
+                    if let stall = health.stall() {
+                        stalled.withLockedValue { $0 = stall }
+                        await subscription.close()
+                        await requests.close()
+                        return
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            do {
+                try await followSession(subscription, requests, start: &start, context: context, connected: connected)
+            } catch {
+                if let stall = stalled.withLockedValue({ $0 }) { throw WatchStalled(stall: stall) }
+                throw error
+            }
+            if let stall = stalled.withLockedValue({ $0 }) { throw WatchStalled(stall: stall) }
+        }
+        throw VarlinkConnectionError.closed
+    }
+
+    private func followSession(
+        _ subscription: QuakedConnection, _ requests: QuakedConnection, start: inout StartPoint,
         context: Context, connected: () async throws -> Void
     ) async throws {
         var events = try await subscription.subscribe(
             client: options.clientName, heartbeatSeconds: options.heartbeatSeconds, filter: options.filter
         ).makeAsyncIterator()
         guard let first = try await events.next() else { throw VarlinkConnectionError.closed }
+        context.health.heard(head: first.headToken)
         do { try await connected() } catch { throw HandlerError(underlying: error) }
-        if options.sinceNow && printFrom == nil { printFrom = first.headToken }
-        let floor = printFrom
+        if start == .undecided {
+            if options.sinceNow {
+                let position = try await cache.position()
+                let usable = position.map { $0.storeId == first.storeId && $0.filter == options.filter?.key } ?? false
+                start = usable ? .resuming : .backlogThrough(first.headToken)
+            } else {
+                start = .resumed
+            }
+        }
         // A cache kept with the same filter: its newest quakes are the ones to show first.
         if let position = try await cache.position(), position.filter == options.filter?.key {
             try await sendRecent(context)
         }
-        try await catchUp(requests, storeId: first.storeId, head: first.headToken, backlogThrough: floor, context: context)
+        try await catchUp(requests, storeId: first.storeId, head: first.headToken, start: &start, context: context)
+        if start == .resuming { start = .resumed }
         if context.cacheAway.withLockedValue({ $0 }) {
             context.cacheAway.withLockedValue { $0 = false }
             do { try await context.handle(.cacheRecovered) } catch { throw HandlerError(underlying: error) }
         }
-
-        // A daemon that stops sending (not even heartbeats) is treated as gone.
-        let lastEvent = EventClock()
-        let silence = Duration.seconds(options.heartbeatSeconds * 3 + 5)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                while true {
-                    try await Task.sleep(for: .seconds(1))
-                    if ContinuousClock.now - lastEvent.last > silence {
-                        await subscription.close()
-                        return
-                    }
-                }
-            }
-            while let event = try await events.next() {
-                lastEvent.touch()
-                try await catchUp(
-                    requests, storeId: event.storeId, head: event.headToken, backlogThrough: floor, context: context)
-                // A long catch-up (a reset of a large store) is not silence.
-                lastEvent.touch()
-            }
-            group.cancelAll()
+        while let event = try await events.next() {
+            context.health.heard(head: event.headToken)
+            try await catchUp(requests, storeId: event.storeId, head: event.headToken, start: &start, context: context)
         }
-        throw VarlinkConnectionError.closed
     }
 
     /// Sends ``WatchEvent/recent(_:)`` once, from the cache as it is.
@@ -268,8 +325,13 @@ public struct Watcher: Sendable {
 
     /// Brings the cache to `head` of `storeId`, resetting it from a snapshot when history cannot.
     func catchUp(
-        _ connection: QuakedConnection, storeId: String, head: Int, backlogThrough: Int?, context: Context
+        _ connection: QuakedConnection, storeId: String, head: Int, start: inout StartPoint, context: Context
     ) async throws {
+        // A position that turns out unusable on the first catch-up makes `sinceNow` a start after all.
+        func reset(_ connection: QuakedConnection, reason: String, context: Context) async throws -> QuakeCache.Position {
+            if start == .resuming { start = .backlogThrough(head) }
+            return try await self.reset(connection, reason: reason, context: context)
+        }
         var position = try await cache.position()
         if position == nil {
             position = try await reset(connection, reason: "new cache", context: context)
@@ -295,6 +357,7 @@ public struct Watcher: Sendable {
             switch fetched {
             case .success(let reply) where reply.storeId == position.storeId:
                 page = reply
+                context.health.heard(head: head)
             case .success:
                 position = try await reset(connection, reason: "quaked now serves another store", context: context)
                 continue
@@ -306,19 +369,21 @@ public struct Watcher: Sendable {
             following.token = max(position.token, page.nextAfter)
             if page.hasMore {
                 async let next = fetchPage(connection, following)
-                try await apply(page, context: context, backlogThrough: backlogThrough)
+                try await apply(page, context: context, backlogThrough: start.floor)
                 prefetched = await next
             } else {
-                try await apply(page, context: context, backlogThrough: backlogThrough)
+                try await apply(page, context: context, backlogThrough: start.floor)
             }
             if options.filter != nil, following.token > (page.transactions.last?.token ?? 0) {
                 // The filter left the page's last transactions out: the cache is at its end all the same.
                 try await cache.advance(storeId: following.storeId, to: following.token)
             }
             position = following
+            context.health.moved(to: position.token)
             // Without more, the head may still have moved on while paging; the next event says so.
             if !page.hasMore { break }
         }
+        context.health.atHead(position.token)
         if let name = options.clientName {
             try await connection.acknowledge(client: name, token: position.token)
         }
@@ -364,15 +429,20 @@ public struct Watcher: Sendable {
             let handle = context.handle
             let outbox = options.outbox
             // Unstructured on purpose: cancelling the watch does not reach into a delivery.
+            let health = context.health
             let delivery = Task {
+                health.delivering(true)
                 do {
                     try await handle(.applied(transaction, storeId: storeId, before: before, isBacklog: backlog))
                 } catch {
+                    health.delivering(false)
                     throw HandlerError(underlying: error)
                 }
+                health.delivering(false)
                 let queued = outbox?.entries(transaction, storeId, before, backlog) ?? []
                 try await cache.apply(transaction, storeId: storeId, outbox: queued)
                 if !queued.isEmpty { outbox?.queued() }
+                health.moved(to: transaction.token)
             }
             try await delivery.value
         }
@@ -390,6 +460,7 @@ public struct Watcher: Sendable {
             try await cache.beginReset()
             for try await page in try await connection.snapshot(pageSize: options.snapshotPageSize, filter: options.filter) {
                 try await cache.stage(page.quakes)
+                context.health.staged()
                 storeId = page.storeId
                 token = page.token
             }
@@ -405,14 +476,8 @@ public struct Watcher: Sendable {
         } catch {
             throw HandlerError(underlying: error)
         }
+        context.health.moved(to: token)
         try await sendRecent(context)
         return QuakeCache.Position(storeId: storeId, token: token, appliedAt: 0, filter: options.filter?.key)
     }
-}
-
-/// When the subscription last said something.
-final class EventClock: Sendable {
-    private let instant = NIOLockedValueBox(ContinuousClock.now)
-    var last: ContinuousClock.Instant { instant.withLockedValue { $0 } }
-    func touch() { instant.withLockedValue { $0 = .now } }
 }
