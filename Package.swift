@@ -35,6 +35,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // sd_notify for quaked and quakectl's services (READY=1, STATUS=, WATCHDOG=1).
+        .target(name: "QuakeSystemd", dependencies: ["CSystemd"]),
         // sqlite3_config, which is variadic and so out of Swift's reach (links with GRDB's SQLite).
         .target(name: "CSQLiteConfig"),
         // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
@@ -79,6 +81,7 @@ let package = Package(
                 "QuakeProtocol",
                 "Varlink",
                 "CSystemd",
+                "QuakeSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -152,6 +155,8 @@ let package = Package(
                 "QuakeFeed",
                 "QuakeProtocol",
                 "Varlink",
+                // watch and sync under systemd: READY=1 and WATCHDOG=1 (Type=notify, WatchdogSec=)
+                "QuakeSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // watch: finishing the change in hand on a stop signal, and --exec
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -233,6 +238,7 @@ let package = Package(
             name: "QuakedTests",
             dependencies: [
                 "QuakeDaemon",
+                "QuakeSystemd",
                 "QuakeFeed",
                 "QuakeStore",
                 "QuakeProtocol",

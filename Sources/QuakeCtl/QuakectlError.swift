@@ -58,6 +58,10 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
             return from(error)
         case let error as VarlinkCallError:
             return QuakectlError(failure, "quaked answered with an error: \(error).")
+        case let error as WatchStalled:
+            return QuakectlError(
+                unavailable,
+                "\(error.stall); reconnecting (if this repeats, check `systemctl status quaked` and, for sync, the database).")
         case let error as VarlinkConnectionError:
             switch error {
             case .closed:

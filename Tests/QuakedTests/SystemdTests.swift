@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import QuakeSystemd
 import NIOConcurrencyHelpers
 import Testing
 

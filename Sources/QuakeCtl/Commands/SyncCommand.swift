@@ -105,6 +105,8 @@ public struct SyncCommand: AsyncParsableCommand {
         watchOptions.snapshotPageSize = 5000
         let stop = WatchStop()
         SSHChildren.leaveSignalsToTheProgram()
+        let health = WatchHealth(heartbeatSeconds: watchOptions.heartbeatSeconds)
+        let service = ServiceNotifications()
         let watcher = Watcher(options: watchOptions, cache: sink)
         let printer = SyncPrinter(style: style, sink: sink, table: table)
         do {
@@ -112,12 +114,19 @@ public struct SyncCommand: AsyncParsableCommand {
                 group.addTask {
                     // SIGTERM, SIGINT and SIGHUP: the transaction in hand is committed, then sync exits 0.
                     for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup) {
+                        service.stopping()
                         await stop.request()
                         return
                     }
                 }
+                // Under systemd: started, and alive for as long as the sink is healthy.
+                service.ready()
+                if let keepAlive = service.keepAlive(health) {
+                    // Runs until cancelled with the others, when the sink has stopped.
+                    group.addTask { await keepAlive() }
+                }
                 group.addTask {
-                    try await watcher.run(stop: stop) { try await printer.print($0) }
+                    try await watcher.run(stop: stop, health: health) { try await printer.print($0) }
                 }
                 defer { group.cancelAll() }
                 try await group.next()

@@ -22,9 +22,21 @@ public struct WatchCommand: AsyncParsableCommand {
             The filters are applied by quaked: the cache keeps only the quakes that match. A quake \
             that comes to match (revised upwards, say) is printed as `enter`, one that stops \
             matching as `leave`; in --json the change's kind is "enter" or "leave". A cache kept \
-            with other filters starts over from a snapshot, and watch says so. --since now is not \
-            a filter: it applies the backlog to the cache without printing it. A relative --since \
+            with other filters starts over from a snapshot, and watch says so. A relative --since \
             (2h) moves with each start, so the cache starts over each time: give a date.
+
+            --since now is a start position, not a filter, for a cache that has none: what \
+            quaked holds up to its head goes into the cache without being printed or run for. \
+            A cache with a position resumes from it, so a watch started again with the same \
+            command line (by systemd, a script, after a crash) delivers everything after it, at \
+            least once. Only a position it cannot use (an expired token, another store, other \
+            filters: the cases that reset it, and say why) makes --since now a start again.
+
+            A quaked that says nothing, not even a heartbeat, for three heartbeats and 5 s, or a \
+            cache that stays behind quaked's head for as long, ends the connection: watch says \
+            so once and reconnects. Under systemd (Type=notify with WatchdogSec=), watch sends \
+            READY=1 when it starts and WATCHDOG=1 while it makes progress, is idle at the head \
+            or is retrying; a wedged watch goes quiet and systemd restarts it.
 
             Each change is printed, then committed to the cache: on SIGTERM, SIGINT or SIGHUP the \
             change in hand is finished, printed and committed, and watch exits 0. A crash between \
@@ -154,11 +166,20 @@ public struct WatchCommand: AsyncParsableCommand {
                     : "quakectl: \(queued) change\(queued == 1 ? "" : "s") queued by an earlier watch wait in the cache; delivering them as --batch and --quiet-hours say.\n"
             )
         }
+        let health = WatchHealth(heartbeatSeconds: watchOptions.heartbeatSeconds)
+        let service = ServiceNotifications()
         let watcher = Watcher(options: watchOptions, cache: cache)
+        // Under systemd: started, and alive for as long as the watch is healthy.
+        service.ready()
         try await withThrowingTaskGroup(of: Void.self) { group in
+            if let keepAlive = service.keepAlive(health) {
+                // Runs until cancelled with the others, when the watch has ended.
+                group.addTask { await keepAlive() }
+            }
             group.addTask {
                 // SIGTERM, SIGINT and SIGHUP stop the watch once the change in hand is delivered.
                 for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup) {
+                    service.stopping()
                     await stop.request()
                     wakeup.signal()
                     return
@@ -185,7 +206,7 @@ public struct WatchCommand: AsyncParsableCommand {
                 }
             }
             group.addTask {
-                try await watcher.run(stop: stop) { try await printer.deliver($0) }
+                try await watcher.run(stop: stop, health: health) { try await printer.deliver($0) }
             }
             defer { group.cancelAll() }
             try await group.next()

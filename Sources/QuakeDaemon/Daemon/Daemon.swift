@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import QuakeSystemd
 import QuakeStore
 import ServiceLifecycle
 import UnixSignals

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import QuakeSystemd
 import QuakeStore
 import ServiceLifecycle
 import NIOConcurrencyHelpers

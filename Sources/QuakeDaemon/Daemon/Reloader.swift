@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import QuakeSystemd
 import NIOConcurrencyHelpers
 
 /// Re-reads the configuration (SIGHUP, `io.quaked.Reload`) and applies what can change while

@@ -61,7 +61,7 @@ public struct SystemdNotifier: Sendable {
     public func stopping() -> Bool { send("STOPPING=1") }
 
     /// `CLOCK_MONOTONIC` in microseconds, the clock systemd uses for `MONOTONIC_USEC`.
-    static func monotonicMicroseconds() -> UInt64 {
+    public static func monotonicMicroseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
