@@ -216,12 +216,13 @@ import Varlink
         #expect(named == Set(families.keys), "not on the dashboard: \(Set(families.keys).subtracting(named).sorted())")
     }
 
-    @Test func quaked8AndTheReadmeListEverySeries() throws {
+    @Test func quaked8AndTheOperationsGuideListEverySeries() throws {
         let page = Mdoc.section("METRICS", of: try ManPageTests.page("quaked.8"))
-        let readme = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let guide = try String(
+            contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
         for family in try Self.families().keys {
             #expect(page.contains(family), "quaked.8 METRICS does not list \(family)")
-            #expect(readme.contains(family), "README.md does not list \(family)")
+            #expect(guide.contains(family), "docs/operations.md does not list \(family)")
         }
         #expect(page.contains("quaked-metrics.socket"))
         #expect(page.contains("promtool"))
