@@ -5,6 +5,7 @@ import QuakeFeed
 import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
+import QuakeModel
 
 #if canImport(Glibc)
     import Glibc
@@ -116,12 +117,10 @@ struct SoakBenchmark: AsyncParsableCommand {
         var samples: [Sample]
     }
 
+    /// Progress and the report, written at once (not through stdio's buffer, which into a file
+    /// or pipe would hold a long soak's lines until it ends).
     func say(_ text: String) {
-        if json {
-            FileHandle.standardError.write(Data((text + "\n").utf8))
-        } else {
-            print(text)
-        }
+        (json ? FileHandle.standardError : FileHandle.standardOutput).write(Data((text + "\n").utf8))
     }
 
     // MARK: Running
@@ -202,7 +201,7 @@ struct SoakBenchmark: AsyncParsableCommand {
                     // The feed changes every second.
                     while !stop.isSet {
                         try await Task.sleep(for: .seconds(1))
-                        feed.tick(now: Int64(Date().timeIntervalSince1970 * 1000))
+                        feed.tick(now: QuakeTime.now())
                     }
                 }
                 group.addTask {
@@ -416,7 +415,7 @@ struct SoakBenchmark: AsyncParsableCommand {
         say("")
         say(
             String(
-                format: "%.0f min, %d pulls, %d feed versions, %d client connections (%d failed); slopes per 1,000 pulls after %.1f min of warm-up:",
+                format: "%.1f min, %d pulls, %d feed versions, %d client connections (%d failed); slopes per 1,000 pulls after %.1f min of warm-up:",
                 minutes, pulls, feedVersions, churn.connections, churn.failures, warmUpSeconds / 60))
         say(
             String(
@@ -489,7 +488,7 @@ final class EvolvingFeed: @unchecked Sendable {
 
     init(events count: Int, seed: UInt64) {
         rng = seed
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = QuakeTime.now()
         let month: Int64 = 30 * 86_400_000
         for index in 0..<count {
             let time = now - month + month * Int64(index) / Int64(count)
