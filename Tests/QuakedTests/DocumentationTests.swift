@@ -4,7 +4,8 @@ import Testing
 
 /// README is the front door and docs/ holds the rest: README gives the two commands of the quick
 /// start exactly as CI and scripts/check-fresh-debian run them, and every relative link in README
-/// and docs/ leads to a file that exists and, with a `#fragment`, to a heading in it.
+/// and docs/ leads to a file that exists and, with a `#fragment`, to a heading in it. The tables
+/// docs/ keeps beside a man page name what the page names (the metrics: QuakedMetricsTests).
 @Suite struct DocumentationTests {
     static func text(_ path: String) throws -> String {
         try String(contentsOf: Fixtures.packageRoot.appendingPathComponent(path), encoding: .utf8)
@@ -71,6 +72,20 @@ import Testing
     @Test func readmeStaysAFrontDoor() throws {
         let readme = try Self.text("README.md")
         #expect(readme.utf8.count < 12 * 1024, "README.md is \(readme.utf8.count) bytes: move the details to docs/")
+    }
+
+    /// operations.md's table of keys is a summary of quaked.conf(5), which a test checks against the
+    /// code: it has a row for every key the page documents.
+    @Test func theOperationsGuideHasARowForEveryKeyOfQuakedConf5() throws {
+        let keys = Mdoc.section("KEYS", of: try ManPageTests.page("quaked.conf.5"))
+            .split(separator: "\n")
+            .filter { $0.hasPrefix(".It Cm ") }
+            .compactMap { $0.split(separator: " ").dropFirst(2).first.map(String.init) }
+        #expect(keys.count >= 25)
+        let guide = try Self.text("docs/operations.md")
+        for key in keys {
+            #expect(guide.contains("\n| `\(key)` |"), "docs/operations.md has no row for \(key)")
+        }
     }
 
     @Test func everyRelativeLinkLeadsSomewhere() throws {
