@@ -170,8 +170,138 @@ public struct SwiftGenerator {
                 out.line("writer.endObject()")
             }
             out.line("}")
+            out.line("")
+            members(fields, name: name, into: &out)
         }
         out.line("}")
+    }
+
+    /// `Name.Members`: a struct written member by member, for a value that is not at hand as
+    /// one (a row read straight from a database, a reply streamed while it is read). The names,
+    /// their JSON types and their order are the interface's; the one who calls the appends in
+    /// declaration order writes exactly the bytes the value's own `write(to:)` would.
+    private func members(_ fields: [VarlinkInterface.Field], name: String, into out: inout Output) {
+        precondition(
+            !fields.contains { if case .inline = $0.type.unwrapped { inlineName($0) == "Members" } else { false } },
+            "\(name): an inline type named Members")
+        out.line("/// Writes a `\(name)` member by member, for values that are not at hand as one (rows read")
+        out.line("/// straight from a database, a reply streamed as it is read): the names, JSON types and")
+        out.line("/// order are the interface's. Appended in declaration order, the bytes are exactly those")
+        out.line("/// of the value's own `write(to:)`. An optional member given nil is left out.")
+        out.line("public enum Members {")
+        out.indent { out in
+            out.line("/// The members' names, in the interface's order.")
+            out.line("public static let names: [String] = [\(fields.map { literal($0.name) }.joined(separator: ", "))]")
+            out.line("")
+            out.line("/// Begins one as a value (after a member's key, or a reply's `parameters`).")
+            out.line("@inlinable public static func begin(to writer: inout JSONWriter) { writer.beginObject() }")
+            out.line("/// Begins one as an array element (after a comma when it is not the first).")
+            out.line("@inlinable public static func beginElement(to writer: inout JSONWriter) {")
+            out.line("    writer.separator()")
+            out.line("    writer.beginObject()")
+            out.line("}")
+            out.line("@inlinable public static func end(to writer: inout JSONWriter) { writer.endObject() }")
+            for field in fields { member(field, into: &out) }
+            if fields.allSatisfy({ scalarKind($0.type) != nil }), !fields.isEmpty {
+                out.line("")
+                out.line("/// Every member from `row`, column `i` being member `i` in the interface's order")
+                out.line("/// (``names``); a null column leaves its member out.")
+                out.line("@inlinable public static func appendMembers(from row: some JSONScalarRow, to writer: inout JSONWriter) {")
+                out.indent { out in
+                    for (index, field) in fields.enumerated() {
+                        let kind = scalarKind(field.type)!
+                        out.line("let \(local(field)) = row.scalar(at: \(index))")
+                        if field.type.isOptional {
+                            out.line("if !\(local(field)).isNull { writer.member(\(key(field))); writer.scalar(\(local(field)), as: .\(kind)) }")
+                        } else {
+                            out.line("assert(!\(local(field)).isNull, \(literal(name + "." + field.name + " is required")))")
+                            out.line("writer.member(\(key(field))); writer.scalar(\(local(field)), as: .\(kind))")
+                        }
+                    }
+                }
+                out.line("}")
+            }
+        }
+        out.line("}")
+    }
+
+    private func member(_ field: VarlinkInterface.Field, into out: inout Output) {
+        let optional = field.type.isOptional
+        let type = swiftType(field.type, field)
+        let append = "append" + field.name.prefix(1).uppercased() + field.name.dropFirst()
+        let unwrapped: VarlinkInterface.FieldType = if case .optional(let inner) = field.type { inner } else { field.type }
+        func body(_ parameter: String, _ write: String) {
+            out.line("@inlinable public static func \(append)(\(parameter), to writer: inout JSONWriter) {")
+            out.indent { out in
+                if optional { out.line("guard let value else { return }") }
+                out.line("writer.member(\(key(field)))")
+                out.line(write)
+            }
+            out.line("}")
+        }
+        out.line("")
+        out.docs(field.documentation.isEmpty ? ["`\(field.name)`."] : field.documentation)
+        switch unwrapped {
+        case .bool: body("_ value: \(type)", "writer.bool(value)")
+        case .int: body("_ value: \(type)", "writer.int(value)")
+        case .float: body("_ value: \(type)", "writer.double(value)")
+        case .string:
+            body("_ value: \(type)", "writer.string(value)")
+            out.line("/// `\(field.name)` from UTF-8 bytes (escaped as a string is).")
+            body("utf8 value: UnsafeRawBufferPointer\(optional ? "?" : "")", "writer.string(utf8: value)")
+        default:
+            body("_ value: \(type)", "value.write(to: &writer)")
+            if case .named(let named) = unwrapped, isEnumeration(named) { break }
+            out.line("/// `\(field.name)` from bytes that are already its JSON, in the interface's form (passed through).")
+            body("json value: UnsafeRawBufferPointer\(optional ? "?" : "")", "writer.raw(value)")
+            if case .array(let element) = unwrapped, case .named(let named) = element, !isEnumeration(named) {
+                out.line("/// Begins `\(field.name)` to be streamed: each element is a `\(named).Members.beginElement(to:)`")
+                out.line("/// and its members, then ``end\(append.dropFirst(6))(to:)``.")
+                out.line("@inlinable public static func begin\(append.dropFirst(6))(to writer: inout JSONWriter) {")
+                out.line("    writer.member(\(key(field)))")
+                out.line("    writer.beginArray()")
+                out.line("}")
+                out.line("@inlinable public static func end\(append.dropFirst(6))(to writer: inout JSONWriter) { writer.endArray() }")
+            }
+            if case .named(let named) = unwrapped, let fields = structFields(named),
+                !fields.isEmpty, fields.allSatisfy({ scalarKind($0.type) != nil })
+            {
+                out.line("/// `\(field.name)` from a row of its members' values (see `\(named).Members.appendMembers(from:to:)`).")
+                out.line("@inlinable public static func \(append)(from row: some JSONScalarRow, to writer: inout JSONWriter) {")
+                out.indent { out in
+                    out.line("writer.member(\(key(field)))")
+                    out.line("writer.beginObject()")
+                    out.line("\(named).Members.appendMembers(from: row, to: &writer)")
+                    out.line("writer.endObject()")
+                }
+                out.line("}")
+            }
+        }
+    }
+
+    /// `#""name":"#`: a member's key as written, for `JSONWriter.member(_:)`.
+    private func key(_ field: VarlinkInterface.Field) -> String { "#\"\"\(field.name)\":\"#" }
+
+    private func scalarKind(_ type: VarlinkInterface.FieldType) -> String? {
+        switch type {
+        case .bool: "bool"
+        case .int: "int"
+        case .float: "float"
+        case .string: "string"
+        case .optional(let inner): scalarKind(inner)
+        default: nil
+        }
+    }
+
+    private func isEnumeration(_ name: String) -> Bool {
+        interface.types.contains { if case .enumeration = $0.shape { $0.name == name } else { false } }
+    }
+
+    private func structFields(_ name: String) -> [VarlinkInterface.Field]? {
+        for type in interface.types where type.name == name {
+            if case .structure(let fields) = type.shape { return fields }
+        }
+        return nil
     }
 
     // MARK: Methods and errors

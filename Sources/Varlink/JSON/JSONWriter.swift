@@ -109,3 +109,76 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 }
+
+extension JSONWriter {
+    /// A member's key as written, `"name":` (quotes and colon included), with the comma before it
+    /// when needed: what generated `Members` appends write before a value.
+    @inlinable public mutating func member(_ quotedKey: StaticString) {
+        separator()
+        raw(quotedKey)
+    }
+
+    /// A stored scalar, for a member of the interface type `kind`: an integer, a real or a text as
+    /// stored, the way the member's own type writes it (an integer for a `bool` is `true` or `false`).
+    /// A value whose storage does not fit the type is a programming error, checked in debug builds.
+    @inlinable public mutating func scalar(_ value: JSONScalar, as kind: JSONScalar.Kind) {
+        switch value {
+        case .null: null()
+        case .integer(let integer):
+            assert(kind != .string, "an integer for a string member")
+            kind == .bool ? bool(integer != 0) : int(Int(integer))
+        case .real(let real):
+            assert(kind == .float, "a real for a \(kind) member")
+            double(real)
+        case .text(let text):
+            assert(kind == .string, "a text for a \(kind) member")
+            string(utf8: text)
+        }
+    }
+
+    /// Inserts members at `position` (a ``bytes`` count taken earlier, inside the same object):
+    /// members known only after what follows them was written, such as a count of the elements
+    /// of an array streamed after it. Commas are placed as if they had been written there.
+    public mutating func insert(at position: Int, _ members: (inout JSONWriter) -> Void) {
+        bytes.insert(contentsOf: insertion(at: position, members), at: position)
+    }
+
+    /// The bytes ``insert(at:_:)`` would insert at `position`, for a caller that joins the pieces
+    /// itself (into a buffer it sends, without moving what follows).
+    public func insertion(at position: Int, _ members: (inout JSONWriter) -> Void) -> ArraySlice<UInt8> {
+        var inserted = JSONWriter(capacity: 128)
+        // What precedes the position decides the first comma, as it would have.
+        if position > 0 { inserted.bytes.append(bytes[position - 1]) }
+        members(&inserted)
+        let start = position > 0 ? 1 : 0
+        guard inserted.bytes.count > start else { return [] }
+        // What follows was written as a first member; it now comes after one.
+        if position < bytes.count, bytes[position] != UInt8(ascii: ","), bytes[position] != UInt8(ascii: "}") {
+            inserted.bytes.append(UInt8(ascii: ","))
+        }
+        return inserted.bytes[start...]
+    }
+}
+
+/// One stored value, as a database row holds it (texts are the row's own UTF-8 bytes, valid
+/// while the row is).
+public enum JSONScalar {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(UnsafeRawBufferPointer)
+
+    /// The interface's scalar types.
+    public enum Kind: Sendable { case bool, int, float, string }
+
+    @inlinable public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+/// A row of stored values read by column, as generated `Members.appendMembers(from:to:)` reads
+/// a struct of scalar members: column `i` is member `i` in the interface's order.
+public protocol JSONScalarRow {
+    func scalar(at index: Int) -> JSONScalar
+}
