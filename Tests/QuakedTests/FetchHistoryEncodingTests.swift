@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import QuakeFeed
 import QuakeProtocol
 import QuakeStore
@@ -8,9 +9,10 @@ import Varlink
 
 @testable import QuakeDaemon
 
-/// FetchHistory's reply is written straight from stored rows (stored JSON passes through). These
-/// hold that hand-written path to the generated types: decoded strictly, it must be exactly the
-/// reply built value by value from the store's decoded history.
+/// FetchHistory's reply is written straight from stored rows (stored JSON passes through) with the
+/// generated member writers. These hold that path to the generated types: decoded strictly, it must
+/// be exactly the reply built value by value from the store's decoded history, and byte for byte
+/// what the generated encoder writes for it (but for the stored JSON's own key order).
 @Suite("FetchHistory encoding")
 struct FetchHistoryEncodingTests {
     @Test(
@@ -59,14 +61,87 @@ struct FetchHistoryEncodingTests {
                     transactions: page.transactions.map { Self.transaction($0, filtered: filter != nil) }, hasMore: page.hasMore,
                     nextAfter: Int(page.nextAfter))
                 #expect(decoded == expected)
-                // And the generated encoder writes the same value (the bytes may order keys differently).
+                // And the generated encoder writes the same value.
                 #expect(try IOQuaked.FetchHistory.Reply.decode(json: expected.jsonBytes) == decoded)
+                // Byte for byte: every member is where the interface declares it and written as the
+                // generated encoder writes it; only the stored JSON passed through (`fields`,
+                // `tombstone`: the store's form, its own key order) is written again to compare.
+                let rewritten = try Self.rewritingStoredJSON(reply.parameters)
+                let expectedBytes = decoded.jsonBytes
+                let same = rewritten == expectedBytes
+                #expect(same, "first difference: \(Self.difference(rewritten, expectedBytes))")
+                #expect(Array(frame) == Array(#"{"parameters":"#.utf8) + reply.parameters + [UInt8(ascii: "}"), 0])
+                // The frame joined into the buffer that is sent is the same.
+                var again = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
+                _ = try store.visitHistory(after: after, limit: 2, maxChanges: 500, filter: filter, &again)
+                let joined = Array(buffer: again.frame(summary)) == Array(frame)
+                #expect(joined)
                 kinds.formUnion(decoded.transactions.flatMap { $0.changes.map(\.kind) })
                 after = page.nextAfter
                 if !page.hasMore { break }
             }
             #expect(kinds == (filter == nil ? [.insert, .update, .delete] : [.insert, .update, .delete, .enter, .leave]))
         }
+    }
+
+    /// The reply's parameters with each change's stored `fields` and `tombstone` decoded and
+    /// written again by the generated encoder; every other byte as it was.
+    static func rewritingStoredJSON(_ parameters: [UInt8]) throws -> [UInt8] {
+        var json = JSONScanner(parameters)
+        var out = JSONWriter()
+        func copy(_ json: inout JSONScanner, _ out: inout JSONWriter) throws {
+            out.raw(json.slice(try json.skipValue()))
+        }
+        func object(
+            _ json: inout JSONScanner, _ out: inout JSONWriter,
+            _ member: (String, inout JSONScanner, inout JSONWriter) throws -> Void
+        ) throws {
+            try json.beginObject()
+            out.beginObject()
+            while let key = try json.nextKey() {
+                out.key(key)
+                try member(key, &json, &out)
+            }
+            out.endObject()
+        }
+        func array(
+            _ json: inout JSONScanner, _ out: inout JSONWriter, _ element: (inout JSONScanner, inout JSONWriter) throws -> Void
+        ) throws {
+            try json.beginArray()
+            out.beginArray()
+            while try json.nextElement() {
+                out.separator()
+                try element(&json, &out)
+            }
+            out.endArray()
+        }
+        try object(&json, &out) { key, json, out in
+            guard key == "transactions" else { return try copy(&json, &out) }
+            try array(&json, &out) { json, out in
+                try object(&json, &out) { key, json, out in
+                    guard key == "changes" else { return try copy(&json, &out) }
+                    try array(&json, &out) { json, out in
+                        try object(&json, &out) { key, json, out in
+                            let stored = Array(json.slice(try json.skipValue()))
+                            switch key {
+                            case "fields": try [IOQuaked.FieldChange].decode(json: stored).write(to: &out)
+                            case "tombstone": try IOQuaked.Tombstone.decode(json: stored).write(to: &out)
+                            default: out.raw(stored)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out.bytes
+    }
+
+    static func difference(_ a: [UInt8], _ b: [UInt8]) -> String {
+        guard let i = zip(a, b).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset else {
+            return a.count == b.count ? "none" : "lengths \(a.count) and \(b.count)"
+        }
+        let context = { (x: [UInt8]) in String(decoding: x[max(0, i - 120)..<min(x.count, i + 60)], as: UTF8.self) }
+        return "at \(i):\n\(context(a))\n\(context(b))"
     }
 
     /// The reference mapping, field by field through the store's decoded types.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import QuakeFeed
 import QuakeProtocol
 import QuakeStore
@@ -134,38 +135,43 @@ extension IOQuaked.RefreshResult {
 }
 
 extension IOQuaked.FetchHistory {
-    /// Writes FetchHistory's reply straight from the stored rows, as ``QuakeStore`` visits them:
-    /// each change's `fields` and `tombstone` are stored in the interface's form and go out as
-    /// they are, and the quake's columns are written from SQLite's own buffers (no string, no
-    /// intermediate value per change). This writes the shapes of the Reply, Transaction, Change
-    /// and Quake by hand; `FetchHistoryEncodingTests` decodes its output with the generated
-    /// strict decoder and compares it with the reply built value by value, so a field that drifts
-    /// from io.quaked.varlink fails there. The page's scalars come last, once the page is read.
+    /// Writes FetchHistory's reply straight from the stored rows, as ``QuakeStore`` visits them,
+    /// through the writers generated from io.quaked.varlink (`Members` of the Reply, Transaction,
+    /// Change and Quake): every member's name, JSON type and place comes from the interface file,
+    /// none is written here. Each change's `fields` and `tombstone` are stored in the interface's
+    /// form and pass through; the quake's columns are written from SQLite's own buffers (no string,
+    /// no intermediate value per change). Members known only once what follows them has been read
+    /// (a filtered transaction's counts; the page's head and oldest token) are put where the
+    /// interface declares them, so the bytes are exactly those of the generated encoder for the
+    /// same reply (`FetchHistoryEncodingTests`).
     struct ReplyWriter: StoredHistoryVisitor {
-        private(set) var writer = JSONWriter(capacity: 1 << 16)
-        /// `"mag":` and so on, the quake's field names (which are its column names), in one buffer:
-        /// no array per field to retain and release on the hot path.
-        static let quakeKeys: (bytes: [UInt8], ranges: [Range<Int>]) = {
-            var bytes: [UInt8] = []
-            var ranges: [Range<Int>] = []
-            for name in StoredChangeRow.quakeColumns {
-                let start = bytes.count
-                bytes += Array("\"\(name)\":".utf8)
-                ranges.append(start..<bytes.count)
-            }
-            return (bytes, ranges)
-        }()
+        private typealias Reply = IOQuaked.FetchHistory.Reply.Members
+        private typealias Transaction = IOQuaked.Transaction.Members
+        private typealias Change = IOQuaked.Change.Members
 
+        private(set) var writer = JSONWriter(capacity: 1 << 16)
         /// Whether the reply is of a filtered read (its transactions then say what entered and left).
         let filtered: Bool
+        /// Where the reply's members before `transactions` go, once the page has been read.
+        private let transactionsStart: Int
+        /// Where the transaction being written starts, for ``dropTransaction()``.
+        private var transactionStart = 0
+        /// Where a filtered transaction's counts go, once its changes have been judged.
+        private var changesStart = 0
+
+        /// The store's quake columns are the interface's Quake members, in its order: checked once.
+        private static let columnsAreMembers: Void = precondition(
+            StoredChangeRow.quakeColumns == IOQuaked.Quake.Members.names,
+            "the quakes table's columns are not io.quaked's Quake members")
 
         /// Starts the reply inside its Varlink frame, so the finished bytes are sent as they are.
         init(filtered: Bool = false) {
+            Self.columnsAreMembers
             self.filtered = filtered
             VarlinkReply.beginFrame(&writer)
-            writer.beginObject()
-            writer.key("transactions")
-            writer.beginArray()
+            Reply.begin(to: &writer)
+            transactionsStart = writer.bytes.count
+            Reply.beginTransactions(to: &writer)
         }
 
         /// Room for the whole page at once (a change is about a kilobyte): no regrowth, no copies.
@@ -173,115 +179,100 @@ extension IOQuaked.FetchHistory {
             writer.bytes.reserveCapacity(writer.bytes.count + changeCount * 1200 + 256)
         }
 
-        /// Where the transaction being written starts, for ``dropTransaction()``.
-        private var transactionStart = 0
-
         mutating func beginTransaction(_ t: StoredTransactionHeader) {
             transactionStart = writer.bytes.count
-            writer.separator()
-            writer.beginObject()
-            writer.key("token")
-            writer.int(Int(t.token))
-            writer.key("author")
-            IOQuaked.Author(t.author).write(to: &writer)
-            writer.key("timestamp")
-            writer.int(Int(t.timestamp))
-            if let source = t.source {
-                writer.key("source")
-                writer.string(source)
-            }
-            writer.key("changes")
-            writer.beginArray()
+            Transaction.beginElement(to: &writer)
+            Transaction.appendToken(Int(t.token), to: &writer)
+            Transaction.appendAuthor(IOQuaked.Author(t.author), to: &writer)
+            Transaction.appendTimestamp(Int(t.timestamp), to: &writer)
+            Transaction.appendSource(t.source, to: &writer)
+            // An unfiltered read sends every change: the stored counts are the transaction's.
+            if !filtered { Self.appendCounts(t.counts, filtered: false, to: &writer) }
+            changesStart = writer.bytes.count
+            Transaction.beginChanges(to: &writer)
         }
 
         mutating func visitChange(_ c: StoredChangeRow) {
-            writer.separator()
-            writer.beginObject()
-            writer.key("quakeId")
-            writer.string(utf8: c.quakeID)
-            writer.key("kind")
-            IOQuaked.ChangeKind(c.kind).write(to: &writer)
-            if let fields = c.fieldsJSON {
-                writer.key("fields")
-                writer.raw(fields)
-            }
+            Change.beginElement(to: &writer)
+            Change.appendQuakeId(utf8: c.quakeID, to: &writer)
+            Change.appendKind(IOQuaked.ChangeKind(c.kind), to: &writer)
+            Change.appendFields(json: c.fieldsJSON, to: &writer)
             if let tombstone = c.leaveTombstone {
-                writer.key("tombstone")
-                IOQuaked.Tombstone(tombstone).write(to: &writer)
-            } else if let tombstone = c.tombstoneJSON {
-                writer.key("tombstone")
-                writer.raw(tombstone)
+                Change.appendTombstone(IOQuaked.Tombstone(tombstone), to: &writer)
+            } else {
+                Change.appendTombstone(json: c.tombstoneJSON, to: &writer)
             }
-            if let reason = c.reason {
-                writer.key("reason")
-                IOQuaked.DeleteReason(reason).write(to: &writer)
-            }
-            if let supersededBy = c.supersededBy {
-                writer.key("supersededBy")
-                writer.string(utf8: supersededBy)
-            }
-            if c.hasQuake {
-                writer.key("quake")
-                writer.beginObject()
-                let keys = Self.quakeKeys
-                keys.bytes.withUnsafeBytes { keyBytes in
-                    for (index, range) in keys.ranges.enumerated() {
-                        let value = c.quake(index)
-                        if case .null = value { continue }
-                        writer.separator()
-                        writer.raw(UnsafeRawBufferPointer(rebasing: keyBytes[range]))
-                        switch value {
-                        case .null: break
-                        case .integer(let value): writer.int(Int(value))
-                        case .real(let value): writer.double(value)
-                        case .text(let bytes): writer.string(utf8: bytes)
-                        }
-                    }
-                }
-                writer.endObject()
-            }
-            writer.endObject()
+            Change.appendReason(c.reason.map(IOQuaked.DeleteReason.init), to: &writer)
+            Change.appendSupersededBy(utf8: c.supersededBy, to: &writer)
+            if c.hasQuake { Change.appendQuake(from: QuakeRow(row: c), to: &writer) }
+            Change.end(to: &writer)
         }
 
         mutating func endTransaction(_ counts: StoredTransactionCounts) {
-            writer.endArray()
-            writer.key("inserted")
-            writer.int(counts.inserted)
-            writer.key("updated")
-            writer.int(counts.updated)
-            writer.key("deleted")
-            writer.int(counts.deleted)
-            if counts.entered + counts.left > 0 || filtered {
-                writer.key("entered")
-                writer.int(counts.entered)
-                writer.key("left")
-                writer.int(counts.left)
+            Transaction.endChanges(to: &writer)
+            if filtered {
+                writer.insert(at: changesStart) { Self.appendCounts(counts, filtered: true, to: &$0) }
             }
-            writer.endObject()
+            Transaction.end(to: &writer)
         }
 
         mutating func dropTransaction() {
             writer.bytes.removeSubrange(transactionStart...)
         }
 
+        /// A transaction's counts; `entered` and `left` only for a filtered read.
+        private static func appendCounts(_ counts: StoredTransactionCounts, filtered: Bool, to writer: inout JSONWriter) {
+            Transaction.appendInserted(counts.inserted, to: &writer)
+            Transaction.appendUpdated(counts.updated, to: &writer)
+            Transaction.appendDeleted(counts.deleted, to: &writer)
+            Transaction.appendEntered(filtered ? counts.entered : nil, to: &writer)
+            Transaction.appendLeft(filtered ? counts.left : nil, to: &writer)
+        }
 
+        /// Ends the reply and its frame; returns the members that go before `transactions`.
+        private mutating func end(_ page: StoredHistorySummary) -> ArraySlice<UInt8> {
+            Reply.endTransactions(to: &writer)
+            Reply.appendHasMore(page.hasMore, to: &writer)
+            Reply.appendNextAfter(Int(page.nextAfter), to: &writer)
+            Reply.end(to: &writer)
+            VarlinkReply.endFrame(&writer)
+            return writer.insertion(at: transactionsStart) { writer in
+                Reply.appendStoreId(page.storeID, to: &writer)
+                Reply.appendHeadToken(Int(page.head), to: &writer)
+                Reply.appendOldestToken(Int(page.oldest), to: &writer)
+            }
+        }
 
         /// The whole reply frame (NUL-terminated), with the page's scalars.
         mutating func finish(_ page: StoredHistorySummary) -> [UInt8] {
-            writer.endArray()
-            writer.key("storeId")
-            writer.string(page.storeID)
-            writer.key("headToken")
-            writer.int(Int(page.head))
-            writer.key("oldestToken")
-            writer.int(Int(page.oldest))
-            writer.key("hasMore")
-            writer.bool(page.hasMore)
-            writer.key("nextAfter")
-            writer.int(Int(page.nextAfter))
-            writer.endObject()
-            VarlinkReply.endFrame(&writer)
+            let head = end(page)
+            writer.bytes.insert(contentsOf: head, at: transactionsStart)
             return writer.bytes
+        }
+
+        /// The same frame as ``finish(_:)``, joined into the buffer that is sent (nothing moved twice).
+        mutating func frame(_ page: StoredHistorySummary) -> ByteBuffer {
+            let head = end(page)
+            var buffer = ByteBuffer()
+            buffer.reserveCapacity(writer.bytes.count + head.count)
+            buffer.writeBytes(writer.bytes[..<transactionsStart])
+            buffer.writeBytes(head)
+            buffer.writeBytes(writer.bytes[transactionsStart...])
+            return buffer
+        }
+    }
+
+    /// A visited row's quake columns, for the generated `Quake.Members.appendMembers(from:to:)`.
+    private struct QuakeRow: JSONScalarRow {
+        let row: StoredChangeRow
+
+        @inline(__always) func scalar(at index: Int) -> JSONScalar {
+            switch row.quake(index) {
+            case .null: .null
+            case .integer(let value): .integer(value)
+            case .real(let value): .real(value)
+            case .text(let bytes): .text(bytes)
+            }
         }
     }
 }

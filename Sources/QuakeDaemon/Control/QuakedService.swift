@@ -128,7 +128,7 @@ public struct QuakedService: IOQuaked.Service {
                 after: after, limit: min(max(parameters.limit ?? 100, 1), 1000),
                 maxChanges: max(parameters.maxChanges ?? 10_000, 1), filter: filter, &reply)
         }
-        try await call.reply(frame: ByteBuffer(bytes: reply.finish(page)))
+        try await call.reply(frame: reply.frame(page))
     }
 
     public func acknowledge(
