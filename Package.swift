@@ -39,9 +39,13 @@ let package = Package(
         .target(name: "QuakeSystemd", dependencies: ["CSystemd"]),
         // sqlite3_config, which is variadic and so out of Swift's reach (links with GRDB's SQLite).
         .target(name: "CSQLiteConfig"),
-        // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
+        // The domain's vocabulary, shared by every layer: instants in epoch milliseconds and their
+        // UTC text (QuakeTime, CivilDate), the duration grammar of the configuration and the CLI.
         // No dependencies, no I/O.
-        .target(name: "QuakeFeed"),
+        .target(name: "QuakeModel"),
+        // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
+        // No I/O; QuakeModel only, so that every layer above has it.
+        .target(name: "QuakeFeed", dependencies: ["QuakeModel"]),
         // The SQLite store: schema, import with dedupe, persistent history, purge.
         .target(
             name: "QuakeStore",
@@ -211,6 +215,7 @@ let package = Package(
             // Interface files the parser tests read.
             resources: [.copy("Interfaces")]
         ),
+        .testTarget(name: "QuakeModelTests", dependencies: ["QuakeModel"]),
         .testTarget(
             name: "QuakeFeedTests",
             dependencies: ["QuakeFeed", "QuakeTestSupport"]

@@ -3,6 +3,7 @@ import GRDB
 import NIOConcurrencyHelpers
 import QuakeProtocol
 import Varlink
+import QuakeModel
 
 /// One change waiting in the cache's outbox for `watch --exec` to run its command on it
 /// (`--batch`, `--quiet-hours`).
@@ -166,7 +167,7 @@ public struct QuietHours: Sendable, Hashable, CustomStringConvertible {
             after: date, matching: DateComponents(hour: end / 60, minute: end % 60, second: 0),
             matchingPolicy: .nextTime)
         // Always found for an hour and minute; a day later is the safe answer otherwise.
-        return next.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? milliseconds + 86_400_000
+        return next.map { QuakeTime.milliseconds($0) } ?? milliseconds + 86_400_000
     }
 
     private static func floorSeconds(_ milliseconds: Int64) -> Int64 {
@@ -281,7 +282,7 @@ public struct DeliveryClock: Sendable {
 
     /// Now, in milliseconds since the epoch. A file clock that cannot be read keeps its last time.
     public func now() -> Int64 {
-        guard let file else { return Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+        guard let file else { return QuakeTime.now() }
         if let now = Self.read(file) {
             last.withLockedValue { $0 = now }
             return now

@@ -1,6 +1,7 @@
 import NIOCore
 import PostgresNIO
 import QuakeFeed
+import QuakeModel
 import QuakeProtocol
 
 /// The sink's table: one column per field of `IOQuaked.Quake`, in the interface's order, named in
@@ -209,9 +210,8 @@ struct QuakeTable: Sendable {
     /// `YYYY-MM-DD HH:MM:SS.mmm+00` for milliseconds since the epoch (proleptic Gregorian;
     /// years before 1 are written as PostgreSQL's `BC`).
     static func writeTimestamp(_ ms: Int, into buffer: inout ByteBuffer) {
-        let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
-        let (day, millis) = msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
-        let (y, m, d) = CivilDate.date(days: day)
+        let utc = QuakeTime.utc(ms)
+        let (y, m, d) = (utc.year, utc.month, utc.day)
         func pad(_ value: Int, _ width: Int) {
             let digits = String(value)
             for _ in digits.count..<max(width, digits.count) { buffer.writeInteger(UInt8(ascii: "0")) }
@@ -223,13 +223,13 @@ struct QuakeTable: Sendable {
         buffer.writeInteger(UInt8(ascii: "-"))
         pad(d, 2)
         buffer.writeInteger(UInt8(ascii: " "))
-        pad(millis / 3_600_000, 2)
+        pad(utc.hour, 2)
         buffer.writeInteger(UInt8(ascii: ":"))
-        pad(millis / 60_000 % 60, 2)
+        pad(utc.minute, 2)
         buffer.writeInteger(UInt8(ascii: ":"))
-        pad(millis / 1000 % 60, 2)
+        pad(utc.second, 2)
         buffer.writeInteger(UInt8(ascii: "."))
-        pad(millis % 1000, 3)
+        pad(utc.millisecond, 3)
         buffer.writeStaticString("+00")
         if y <= 0 { buffer.writeStaticString(" BC") }
     }

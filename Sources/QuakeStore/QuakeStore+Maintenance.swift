@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import QuakeFeed
+import QuakeModel
 
 /// The result of ``QuakeStore/delete(ids:now:)``.
 public struct DeleteReport: Sendable, Hashable, Codable {
@@ -102,7 +103,7 @@ extension QuakeStore {
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
+        QuakeTime.milliseconds(date)
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import QuakeFeed
+import QuakeModel
 
 /// The database schema, as named migrations.
 ///
@@ -24,7 +25,7 @@ enum StoreSchema {
                     """)
             try db.execute(
                 sql: "INSERT INTO storeInfo (singleton, storeId, createdAt) VALUES (1, ?, ?)",
-                arguments: [UUID().uuidString.lowercased(), Int64(Date().timeIntervalSince1970 * 1000)])
+                arguments: [UUID().uuidString.lowercased(), QuakeTime.now()])
 
             // Column names are the feed's property names; times are integer milliseconds.
             try db.execute(

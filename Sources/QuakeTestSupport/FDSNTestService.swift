@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import QuakeFeed
+import QuakeModel
 
 /// Errors of ``FDSNTestService``'s event set.
 public enum FDSNTestServiceError: Error, CustomStringConvertible {
@@ -931,7 +932,7 @@ public final class FDSNTestService: Sendable {
     }
 
     private static func featureCollection(_ features: [Stored], url: String) -> TestResponse {
-        let generated = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        let generated = QuakeTime.milliseconds(Date(), rounding: .down)
         let head =
             "{\"type\":\"FeatureCollection\",\"metadata\":{\"generated\":\(generated),\"url\":\(jsonString(url)),"
             + "\"title\":\"USGS Earthquakes\",\"status\":200,\"api\":\"\(apiVersion)\",\"count\":\(features.count)},"
@@ -1173,19 +1174,7 @@ public final class FDSNTestService: Sendable {
 
     /// `ms` as an FDSN time, `YYYY-MM-DDTHH:MM:SS.SSS` (UTC), which ``parseTime(_:)`` reads back exactly.
     public static func formatTime(_ ms: Int64) -> String {
-        let (days, rest) = ms.quotientAndRemainder(dividingBy: 86_400_000)
-        let (day, msOfDay) = rest < 0 ? (days - 1, rest + 86_400_000) : (days, rest)
-        let (year, month, dayOfMonth) = CivilDate.date(days: Int(day))
-        let hour = msOfDay / 3_600_000
-        let minute = msOfDay / 60_000 % 60
-        let second = msOfDay / 1000 % 60
-        let millisecond = msOfDay % 1000
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(Int64(year), 4))-\(pad(Int64(month), 2))-\(pad(Int64(dayOfMonth), 2))T"
-            + "\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))"
+        QuakeTime.utcText(ms)
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {

@@ -3,6 +3,7 @@ import Foundation
 import QuakeClient
 import QuakeProtocol
 import QuakeTestSupport
+import QuakeModel
 
 #if canImport(Glibc)
     import Glibc
@@ -325,7 +326,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
             }
             service.clearLog()
             cpuBefore = Self.cpuSeconds(of: "self") ?? 0
-            calledAtMs = Int((Date().timeIntervalSince1970 * 1000).rounded(.down))
+            calledAtMs = Int(QuakeTime.milliseconds(Date(), rounding: .down))
             called = ContinuousClock.now
             let started = try await connection.call(
                 IOQuaked.Backfill.self, .init(start: start, end: end, catalog: service.baseURL)

@@ -22,6 +22,17 @@ import Testing
         #expect(result.stdout == stored)
     }
 
+    /// ArgumentParser appends an option's default itself, `(default: 60s)`: a help text saying it
+    /// as well printed it twice.
+    @Test(arguments: commands) func noDefaultIsGivenTwice(command: String) throws {
+        let stored = try String(contentsOf: Self.directory.appendingPathComponent("\(command).txt"), encoding: .utf8)
+        let words = stored.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let doubled = try Regex(#"\((?i:default)[ :][^()]*\)\.? \(default: "#)
+        #expect(words.firstMatch(of: doubled) == nil, "\(command): \(words.firstMatch(of: doubled).map { String(words[$0.range]) } ?? "")")
+        let handWritten = try Regex(#"Default: [^.]*\. \(default: "#)
+        #expect(words.firstMatch(of: handWritten) == nil, "\(command)")
+    }
+
     @Test func completionScriptsAreGenerated() async throws {
         for shell in ["bash", "zsh", "fish"] {
             let result = try await quakectl(["--generate-completion-script", shell])

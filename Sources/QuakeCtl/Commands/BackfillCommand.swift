@@ -3,6 +3,7 @@ import Foundation
 import QuakeClient
 import QuakeProtocol
 import UnixSignals
+import QuakeModel
 
 /// `quakectl backfill`: start a backfill job in quaked and follow it; list and cancel jobs.
 public struct BackfillCommand: AsyncParsableCommand {
@@ -95,7 +96,7 @@ public struct BackfillCommand: AsyncParsableCommand {
             }
             endMs = parsed
         }
-        let nowMs = Int(now.timeIntervalSince1970 * 1000)
+        let nowMs = Int(QuakeTime.milliseconds(now, rounding: .towardZero))
         guard startMs < (endMs ?? nowMs) else {
             throw ValidationError(
                 endMs == nil ? "--start is not in the past: there is nothing to fetch." : "--start must be before --end.")
@@ -258,7 +259,7 @@ public struct BackfillCommand: AsyncParsableCommand {
             "backfill \(job.id) \(job.state.rawValue)",
             "\(Formatting.count(job.windowsDone))/\(Formatting.count(job.windowsTotal)) windows",
             "\(Formatting.count(job.eventsFetched)) events, \(Formatting.count(job.eventsImported)) imported",
-            "\(utc(job.start)) → \(utc(job.end)) UTC",
+            "\(QuakeTime.utcMinutes(job.start)) → \(QuakeTime.utcMinutes(job.end)) UTC",
         ]
         if let m = job.minMagnitude { parts.append("M ≥ \(Formatting.oneDecimal(m))") }
         if let token = job.lastToken { parts.append("token \(token)") }
@@ -271,7 +272,7 @@ public struct BackfillCommand: AsyncParsableCommand {
         var line =
             "backfill \(job.id): \(Formatting.count(job.windowsDone))/\(Formatting.count(job.windowsTotal)) windows, "
             + "\(Formatting.count(job.eventsFetched)) events, \(Formatting.count(job.eventsImported)) imported"
-        if let start = job.windowStart, let end = job.windowEnd { line += ", now \(utc(start)) → \(utc(end))" }
+        if let start = job.windowStart, let end = job.windowEnd { line += ", now \(QuakeTime.utcMinutes(start)) → \(QuakeTime.utcMinutes(end))" }
         if let rate = job.eventsPerSecond { line += ", \(Formatting.count(Int(rate.rounded())))/s" }
         if let eta = job.etaSeconds { line += ", ETA \(Formatting.duration(ms: eta * 1000))" }
         if let error = job.error, job.state == .running { line += " (\(error))" }
@@ -291,15 +292,6 @@ public struct BackfillCommand: AsyncParsableCommand {
         if job.state == .queued { text += " · queued" }
         if job.error != nil { text += " · retrying" }
         return text
-    }
-
-    static func utc(_ ms: Int) -> String {
-        var seconds = time_t(ms / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02d %02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min))
     }
 }
 

@@ -3,6 +3,7 @@ import QuakeClient
 import QuakeProtocol
 import Subprocess
 import Varlink
+import QuakeModel
 
 #if canImport(Glibc)
     import Glibc
@@ -191,7 +192,7 @@ struct ExecDelivery: Sendable {
             "QUAKE_KIND": change.kind.rawValue,
             "QUAKE_MAG": number("mag", q?.mag ?? t?.mag),
             "QUAKE_PLACE": text("place", q?.place ?? t?.place),
-            "QUAKE_TIME": time.map(Self.iso8601) ?? "",
+            "QUAKE_TIME": time.map(QuakeTime.iso8601) ?? "",
             "QUAKE_TIME_LOCAL": time.map { Formatting.iso8601Local($0, timeZone: timeZone) } ?? "",
             "QUAKE_LAT": number("lat", q?.lat ?? t?.lat),
             "QUAKE_LON": number("lon", q?.lon ?? t?.lon),
@@ -204,21 +205,14 @@ struct ExecDelivery: Sendable {
         ]
     }
 
-    /// `2025-11-22T10:00:00.123Z`.
-    /// UTC, with milliseconds, from the integer milliseconds: through Date's binary seconds,
-    /// 11.100 printed as 11.099.
-    static func iso8601(_ milliseconds: Int) -> String {
-        let utc = Formatting.iso8601Local(milliseconds, timeZone: TimeZone(secondsFromGMT: 0)!)
-        return utc.hasSuffix("+00:00") ? utc.dropLast(6) + "Z" : utc
-    }
-
     static func seconds(_ duration: Duration) -> String {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         return seconds < 10 && seconds != seconds.rounded() ? String(format: "%.1f s", seconds) : "\(Int(seconds)) s"
     }
 }
 
-/// A duration on the command line: `250ms`, `30s`, `5m`, `1h`, or seconds.
+/// A duration on the command line, in the configuration's grammar (``QuakeDuration``: `250ms`,
+/// `30s`, `5m`, `2h`, `7d`, `1w`, or seconds), and longer than zero.
 enum DurationArgument {
     static func parse(_ text: String) -> Duration? {
         milliseconds(text).map { .milliseconds($0) }
@@ -226,12 +220,6 @@ enum DurationArgument {
 
     /// The same duration in whole milliseconds.
     static func milliseconds(_ text: String) -> Int64? {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value > 0 else { return nil }
-            return Int64((value * factor * 1000).rounded())
-        }
-        guard let value = Double(text), value.isFinite, value > 0 else { return nil }
-        return Int64((value * 1000).rounded())
+        QuakeDuration.milliseconds(text).flatMap { $0 > 0 ? $0 : nil }
     }
 }

@@ -17,7 +17,7 @@ public struct HistoryCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Start after this token (default: the oldest token still kept).", valueName: "token"))
     public var after: Int?
 
-    @Option(help: ArgumentHelp("Show at most this many transactions (default 20).", valueName: "n"))
+    @Option(help: ArgumentHelp("Show at most this many transactions.", valueName: "n"))
     public var limit: Int = 20
 
     @Flag(help: "One line per transaction, without its changes.")

@@ -4,6 +4,7 @@ import QuakeClient
 import QuakeMap
 import QuakeProtocol
 import UnixSignals
+import QuakeModel
 
 /// `quakectl map`: the quakes on a world map in the terminal, drawn with braille dots.
 public struct MapCommand: AsyncParsableCommand {
@@ -35,7 +36,8 @@ public struct MapCommand: AsyncParsableCommand {
     public var cache: String?
 
     @Option(
-        help: ArgumentHelp("How long a new or updated quake stays highlighted (default 30s).", valueName: "duration"))
+        help: ArgumentHelp(
+            "How long a new or updated quake stays highlighted (\(QuakeDuration.examples)).", valueName: "duration"))
     public var highlight: String = "30s"
 
     public init() {}
@@ -45,7 +47,7 @@ public struct MapCommand: AsyncParsableCommand {
     public func validate() throws {
         _ = try filters.viewport(of: try filters.filter())
         guard DurationArgument.milliseconds(highlight) != nil else {
-            throw ValidationError("--highlight takes a duration: 10s, 1m.")
+            throw ValidationError("--highlight takes a duration: \(QuakeDuration.examples).")
         }
         if cache != nil && !watch { throw ValidationError("--cache is for --watch.") }
     }
@@ -185,7 +187,7 @@ struct MapView {
     }
 
     mutating func apply(_ event: WatchEvent) {
-        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let now = Int(QuakeTime.milliseconds(Date(), rounding: .towardZero))
         switch event {
         case .disconnected(let reason), .cacheUnavailable(let reason):
             away = QuakectlError.from(reason).message
@@ -260,7 +262,7 @@ struct MapView {
         // Braille dots are about square: 2 across and 4 down a cell of about 1:2.
         let view = viewport.fitted(aspect: Double(columns * 2) / Double(mapRows * 4))
         var raster = MapRaster(viewport: view, columns: columns, rows: mapRows)
-        let nowMs = Int(now.timeIntervalSince1970 * 1000)
+        let nowMs = Int(QuakeTime.milliseconds(now, rounding: .towardZero))
         var inView = 0
         var earliest: Int?
         var latest: Int?
@@ -309,11 +311,11 @@ struct MapView {
         var footer = "q quits · " + Formatting.earthquakes(quakes.count)
         if inView != quakes.count { footer += " (\(Formatting.count(inView)) in view)" }
         if let earliest, let latest {
-            footer += " · \(CSVExportWriter.iso8601(earliest).prefix(16).replacingOccurrences(of: "T", with: " ")) to "
-                + "\(CSVExportWriter.iso8601(latest).prefix(16).replacingOccurrences(of: "T", with: " ")) UTC"
+            footer += " · \(QuakeTime.utcMinutes(earliest)) to "
+                + "\(QuakeTime.utcMinutes(latest)) UTC"
         }
         let ago = Int(now.timeIntervalSince(updatedAt))
-        footer += " · updated \(ago < 1 ? "just now" : Formatting.relative(Int(updatedAt.timeIntervalSince1970 * 1000), now: now))"
+        footer += " · updated \(ago < 1 ? "just now" : Formatting.relative(Int(QuakeTime.milliseconds(updatedAt, rounding: .towardZero)), now: now))"
         if let away { footer += " · \(away)" }
         // One cell short of the corner: a character there makes some terminals scroll.
         lines.append(Self.fit(text(footer), columns - 1))

@@ -4,6 +4,7 @@ import QuakeClient
 import QuakePostgres
 import QuakeProtocol
 import UnixSignals
+import QuakeModel
 
 /// `quakectl sync`: a durable watch whose cache is a PostgreSQL (PostGIS) table.
 public struct SyncCommand: AsyncParsableCommand {
@@ -178,7 +179,7 @@ struct SyncPrinter: Sendable {
 
     /// After PostgreSQL committed a transaction (and its position).
     func committed(_ transaction: IOQuaked.Transaction, at date: Date) {
-        let appliedAt = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let appliedAt = QuakeTime.milliseconds(date)
         if style.json {
             Console.line(
                 JSONText.encode(

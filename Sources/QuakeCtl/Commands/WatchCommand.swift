@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import UnixSignals
 import Varlink
+import QuakeModel
 
 /// `quakectl watch`: live changes, kept in a local cache.
 public struct WatchCommand: AsyncParsableCommand {
@@ -90,7 +91,9 @@ public struct WatchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("exec-timeout"),
-        help: ArgumentHelp("Stop a run of --exec's command after this long, and retry it (default 60s).", valueName: "duration"))
+        help: ArgumentHelp(
+            "Stop a run of --exec's command after this long (\(QuakeDuration.examples)), and retry it.",
+            valueName: "duration"))
     public var execTimeout: String = "60s"
 
     @OptionGroup public var digests: DigestOptions
@@ -105,7 +108,7 @@ public struct WatchCommand: AsyncParsableCommand {
         _ = try revisions.rules()
         if let last, last < 0 { throw ValidationError("--last must not be negative.") }
         guard DurationArgument.parse(execTimeout) != nil else {
-            throw ValidationError("--exec-timeout takes a duration: 250ms, 30s, 5m or 1h.")
+            throw ValidationError("--exec-timeout takes a duration: \(QuakeDuration.examples).")
         }
         if let exec, exec.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ValidationError("--exec needs a command.")

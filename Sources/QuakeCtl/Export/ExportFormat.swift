@@ -3,6 +3,7 @@ import QuakeMap
 import QuakeProtocol
 import ArgumentParser
 import Foundation
+import QuakeModel
 
 /// The formats of `quakectl export`.
 public enum ExportFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
@@ -52,7 +53,7 @@ public struct CSVExportWriter: ExportWriter {
             switch value {
             case .null: break
             case .integer(let n) where name == "time" || name == "updated":
-                out.append(contentsOf: Array(Self.iso8601(n).utf8))
+                out.append(contentsOf: Array(QuakeTime.iso8601(n).utf8))
             case .integer(let n): out.append(contentsOf: Array(String(n).utf8))
             case .real(let d): JSONText.appendNumber(d, to: &out)
             case .text(let s): Self.appendField(s, to: &out)
@@ -77,18 +78,6 @@ public struct CSVExportWriter: ExportWriter {
             out.append(byte)
         }
         out.append(34)
-    }
-
-    /// `2025-11-22T02:57:00.123Z`.
-    static func iso8601(_ ms: Int) -> String {
-        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
-        let millis = ms - seconds * 1000
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(millis))
     }
 }
 
@@ -117,7 +106,7 @@ public struct GeoJSONExportWriter: ExportWriter {
     public init() {}
 
     public func header(into out: inout [UInt8]) {
-        let generated = Int((Date().timeIntervalSince1970 * 1000).rounded())
+        let generated = QuakeTime.now()
         out.append(
             contentsOf: Array(
                 #"{"type":"FeatureCollection","metadata":{"generated":\#(generated),"title":"quakectl export","status":200},"features":["#

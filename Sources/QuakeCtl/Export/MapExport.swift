@@ -1,6 +1,7 @@
 import Foundation
 import QuakeMap
 import QuakeProtocol
+import QuakeModel
 
 /// The magnitude classes of `list`'s colours (``Formatting/magnitudeColor(_:)``), for maps.
 enum MagnitudeClass: Int, CaseIterable {
@@ -186,7 +187,7 @@ public final class SVGExportWriter: ExportWriter {
         if drawn != count { summary += " (\(Formatting.count(drawn)) in view)" }
         if let earliest, let latest {
             func minute(_ ms: Int) -> String {
-                CSVExportWriter.iso8601(ms).prefix(16).replacingOccurrences(of: "T", with: " ")
+                QuakeTime.utcMinutes(ms)
             }
             summary += ", \(minute(earliest)) to \(minute(latest)) UTC"
         }
@@ -227,14 +228,14 @@ public struct KMLExportWriter: ExportWriter {
 
     public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
         var text = "<Placemark id=\"\(XMLText.escape(q.id))\"><name>\(XMLText.escape(q.title ?? "\(Formatting.magnitude(q.mag)) - \(q.place ?? q.id)"))</name>"
-        text += "<TimeStamp><when>\(CSVExportWriter.iso8601(q.time))</when></TimeStamp>"
+        text += "<TimeStamp><when>\(QuakeTime.iso8601(q.time))</when></TimeStamp>"
         text += "<styleUrl>#mag\(MagnitudeClass(q.mag).rawValue)</styleUrl><ExtendedData>"
         for (i, value) in QuakeFields.values(q).enumerated() {
             let name = QuakeFields.names[i]
             let shown: String
             switch value {
             case .null: continue
-            case .integer(let n) where name == "time" || name == "updated": shown = CSVExportWriter.iso8601(n)
+            case .integer(let n) where name == "time" || name == "updated": shown = QuakeTime.iso8601(n)
             case .integer(let n): shown = String(n)
             case .real(let d): shown = String(d)
             case .text(let s): shown = s

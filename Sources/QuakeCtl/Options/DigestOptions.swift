@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import QuakeClient
+import QuakeModel
 
 /// `watch --exec` digests and quiet hours: when the command runs, not which changes it gets.
 /// Changes are queued in the cache's outbox as they are applied, so a stop or a crash loses none.
@@ -34,7 +35,8 @@ public struct DigestOptions: ParsableArguments, Sendable {
         var plan = OutboxPlan(timeZone: timeZone)
         if let batch {
             guard let milliseconds = DurationArgument.milliseconds(batch), milliseconds >= 1000 else {
-                throw ValidationError("--batch takes a duration of at least a second: 30s, 5m or 1h (got \"\(batch)\").")
+                throw ValidationError(
+                    "--batch takes a duration of at least a second: \(QuakeDuration.examples) (got \"\(batch)\").")
             }
             plan.batchMilliseconds = milliseconds
         }

@@ -91,7 +91,7 @@ public struct DisplayOptions: ParsableArguments, Sendable {
             valueName: "zone"))
     public var tz: String?
 
-    @Option(help: ArgumentHelp("Show depths and distances in kilometres or miles (default km).", valueName: "km|mi"))
+    @Option(help: ArgumentHelp("Show depths and distances in kilometres or miles.", valueName: "km|mi"))
     public var units: String = "km"
 
     public init() {}

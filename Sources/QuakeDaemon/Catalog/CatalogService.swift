@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import QuakeModel
 import QuakeStore
 
 #if canImport(Glibc)
@@ -121,13 +122,7 @@ public struct CatalogQuery: Sendable, Hashable {
 
     /// `2024-01-02T03:04:05.678` (UTC, no zone designator, as FDSN writes times).
     static func fdsnTime(_ milliseconds: Int64) -> String {
-        var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
-        var ms = milliseconds % 1000
-        if ms < 0 {
-            ms += 1000
-            seconds -= 1
-        }
-        return UTCTime.text(seconds: &seconds, milliseconds: Int(ms))
+        QuakeTime.utcText(milliseconds)
     }
 }
 

@@ -3,6 +3,7 @@ import QuakeProtocol
 import QuakeStore
 import Varlink
 import Logging
+import QuakeModel
 
 /// Everything quaked can be configured with: the one source of truth for the configuration.
 ///
@@ -301,30 +302,17 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 
 /// Parsers for configuration values.
 public enum ConfigValue {
-    /// `90`, `90s`, `1500ms`, `5m`, `2h`, `7d`: a bare number is seconds.
     /// Why a value does not parse.
     public struct Problem: Error, Sendable {
         public var message: String
     }
 
+    /// `90`, `90s`, `1500ms`, `5m`, `2h`, `7d`, `1w`: a bare number is seconds. QuakeModel's
+    /// grammar (``QuakeDuration``), the one quakectl's options use too.
     public static func duration(_ text: String, minimum: Duration = .zero) throws -> Duration {
-        let units: [(String, Double)] = [
-            ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
-        ]
-        var number = Substring(text)
-        var factor = 1.0
-        for (suffix, f) in units where text.hasSuffix(suffix) {
-            let candidate = text.dropLast(suffix.count)
-            if Double(candidate) != nil {
-                number = candidate
-                factor = f
-                break
-            }
-        }
-        guard let value = Double(number), value.isFinite, value >= 0 else {
+        guard let duration = QuakeDuration.parse(text) else {
             throw Problem(message: "'\(text)' is not a duration (e.g. 90s, 1500ms, 5m, 2h, 7d)")
         }
-        let duration = Duration.milliseconds(Int64((value * factor * 1000).rounded()))
         guard duration >= minimum else { throw Problem(message: "'\(text)' is shorter than the minimum of \(minimum)") }
         return duration
     }
@@ -332,17 +320,7 @@ public enum ConfigValue {
     /// A duration as ``duration(_:minimum:)`` reads it, in the largest unit that keeps it a
     /// whole number (`15m`, `7d`, `1500ms`), except that up to two minutes whole seconds stay
     /// seconds (`60s`, `120s`, as timeouts are usually written).
-    public static func text(duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }
-        let whole = milliseconds / 1000
-        if whole <= 120 { return "\(whole)s" }
-        for (suffix, unit) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where whole % unit == 0 {
-            return "\(whole / unit)\(suffix)"
-        }
-        return "\(whole)s"
-    }
+    public static func text(duration: Duration) -> String { QuakeDuration.text(duration) }
 
     /// A size as ``size(_:)`` reads it, in the largest unit that keeps it whole (`256M`, `1500`).
     public static func text(size: Int) -> String {

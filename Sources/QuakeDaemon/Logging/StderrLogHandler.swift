@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import QuakeModel
 
 /// A `LogHandler` writing one plain line per record:
 /// `2025-01-02T03:04:05.678Z info quaked.feed: pulled feed count=12 feed="all day"`.
@@ -78,10 +79,7 @@ public struct StderrLogHandler: LogHandler {
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
     static func timestamp(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
-        var seconds = time_t(interval.rounded(.down))
-        let millis = min(999, Int((interval - Double(seconds)) * 1000))
-        return UTCTime.text(seconds: &seconds, milliseconds: millis) + "Z"
+        QuakeTime.iso8601(QuakeTime.milliseconds(date, rounding: .down))
     }
 
     /// Quotes values that would be ambiguous unquoted (empty, spaces, quotes, `=`, newlines).

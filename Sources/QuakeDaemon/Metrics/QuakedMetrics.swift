@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Prometheus
 import QuakeStore
 import Varlink
+import QuakeModel
 
 /// quaked's metrics, in a Prometheus registry of their own (not swift-metrics' global system, so
 /// any number can live in one process, as in the tests).
@@ -360,7 +361,7 @@ public final class QuakedMetrics: Sendable {
                 }
             }
         }
-        let nowMs = Int64((state.now.timeIntervalSince1970 * 1000).rounded())
+        let nowMs = QuakeTime.milliseconds(state.now)
         clients.withLockedValue { clients in
             var kept: [String: ClientSeries] = [:]
             for position in state.clients.prefix(Self.maxClientSeries) {

@@ -1,5 +1,6 @@
 /// Proleptic Gregorian dates and day counts since 1970-01-01 (Howard Hinnant's algorithms), in
-/// integers only: the FDSN test service's query times and the PostgreSQL sink's COPY timestamps.
+/// integers only: ``QuakeTime``'s UTC text, the FDSN test service's query times and the PostgreSQL
+/// sink's COPY timestamps.
 public enum CivilDate {
     /// Days since 1970-01-01 of a date.
     public static func days(year: Int, month: Int, day: Int) -> Int {
