@@ -243,6 +243,8 @@ let package = Package(
             name: "QuakedTests",
             dependencies: [
                 "QuakeDaemon",
+                // quaked --help, against the configuration's defaults
+                "QuakedCLI",
                 "QuakeSystemd",
                 "QuakeFeed",
                 "QuakeStore",

@@ -31,13 +31,16 @@ public struct QuakedConnection: Sendable {
     /// Where it is connected to.
     public let endpoint: QuakedEndpoint
 
+    /// How long connecting to quaked's socket may take (here and in ``StdioBridge``).
+    public static let connectTimeout: TimeAmount = .seconds(10)
+
     /// Connects to the Unix socket at `path` (an ssh route needs ``with(_:_:)``, which also ends
     /// the ssh child).
     public static func connect(to path: String) async throws -> QuakedConnection {
         do {
             let client = try await VarlinkClient.connect(
                 unixDomainSocketPath: path,
-                bootstrap: ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(.seconds(10)))
+                bootstrap: ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(connectTimeout))
             return QuakedConnection(client: client, endpoint: .socket(path))
         } catch let error as IOError {
             throw QuakedConnectionError(errno: error.errnoCode, path: path)

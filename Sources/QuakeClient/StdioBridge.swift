@@ -28,7 +28,7 @@ public enum StdioBridge {
         let socket: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             socket = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(10))
+                .connectTimeout(QuakedConnection.connectTimeout)
                 // Standard input ending shuts down only the sending side; replies still come.
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .connect(unixDomainSocketPath: path) { channel in

@@ -80,11 +80,11 @@ public struct Watcher: Sendable {
         /// with a usable position resumes from it: everything after it is news, also what
         /// changed while the watch was not running.
         public var sinceNow = false
-        public var heartbeatSeconds = 30
+        public var heartbeatSeconds = IOQuaked.Defaults.heartbeatSeconds
         public var initialBackoff: Duration = .milliseconds(200)
         public var maxBackoff: Duration = .seconds(5)
-        public var pageLimit = 100
-        public var snapshotPageSize = 1000
+        public var pageLimit = IOQuaked.Defaults.historyLimit
+        public var snapshotPageSize = IOQuaked.Defaults.snapshotPageSize
         /// Sent to quaked with every call: the cache keeps only the quakes it matches, and a cache
         /// kept with another filter starts over from a snapshot.
         public var filter: IOQuaked.Filter?

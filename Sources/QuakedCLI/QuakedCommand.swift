@@ -20,14 +20,20 @@ public struct QuakedCommand: AsyncParsableCommand {
             """,
         version: QuakedVersion.string)
 
+    /// A key's default as the configuration writes it, for the help: the defaults live in
+    /// ``DaemonConfiguration`` only.
+    static func defaultText(_ key: DaemonConfiguration.Key) -> String {
+        DaemonConfiguration().text(for: key).joined(separator: " ")
+    }
+
     @Option(
         name: .customLong("feed"),
         help: ArgumentHelp(
-            "A USGS summary feed name (all_month, 4.5_week, significant_day, ...) or an https, http or file URL. Repeatable. Default: all_month.",
+            "A USGS summary feed name (all_month, 4.5_week, significant_day, ...) or an https, http or file URL. Repeatable. Default: \(Self.defaultText(.feed)).",
             valueName: "url|name"))
     var feeds: [String] = []
 
-    @Option(help: ArgumentHelp("Pull interval, e.g. 60s or 5m. Default: 60s.", valueName: "duration"))
+    @Option(help: ArgumentHelp("Pull interval, e.g. 60s or 5m. Default: \(Self.defaultText(.interval)).", valueName: "duration"))
     var interval: String?
 
     @Option(help: ArgumentHelp("Directory holding quakes.sqlite.", valueName: "dir"))
@@ -42,12 +48,14 @@ public struct QuakedCommand: AsyncParsableCommand {
     var socket: String?
 
     @Option(
-        help: ArgumentHelp("Configuration file. Default: /etc/quaked/quaked.conf when it exists.", valueName: "path"))
+        help: ArgumentHelp(
+            "Configuration file. Default: \(ConfigurationLoader.defaultFile) when it exists.", valueName: "path"))
     var config: String?
 
     @Option(
-        help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level")
-    )
+        help: ArgumentHelp(
+            "trace, debug, info, notice, warning, error or critical. Default: \(Self.defaultText(.logLevel)).",
+            valueName: "level"))
     var logLevel: String?
 
     @Flag(help: "Pull each feed once, import it, print a summary and exit.")

@@ -1,6 +1,7 @@
 import QuakeProtocol
 import Foundation
 import QuakeDaemon
+import QuakedCLI
 import QuakeTestSupport
 import Varlink
 import Testing
@@ -139,12 +140,49 @@ import Testing
         #expect(documented.subtracting(known).isEmpty, "quaked.conf.5 documents unknown keys")
     }
 
+    /// quaked.conf(5) gives each key's default by value, as the configuration writes it: the
+    /// defaults live in ``DaemonConfiguration`` only. Keys whose default is a rule (the paths)
+    /// rather than one `.Li` value are left out.
+    @Test func quakedConf5GivesEveryDefaultByValue() throws {
+        let keys = Mdoc.section("KEYS", of: try Self.page("quaked.conf.5")).split(separator: "\n").map(String.init)
+        let defaults = DaemonConfiguration(defaults: DefaultPaths(environment: [:], isRoot: true))
+        var checked = 0
+        var key: DaemonConfiguration.Key?
+        for (i, line) in keys.enumerated() {
+            if line.hasPrefix(".It Cm ") { key = DaemonConfiguration.Key(rawValue: String(line.split(separator: " ")[2])) }
+            guard let key, line == "Default:", i + 1 < keys.count, keys[i + 1].hasPrefix(".Li ") else { continue }
+            let documented = keys[i + 1].dropFirst(4).split(separator: " ").filter { $0 != "." && $0 != "," }
+            // Read as the configuration reads it (metrics-listen's `off` is its `none`).
+            var read = defaults
+            try read.apply(key, documented.joined(separator: " "), source: "quaked.conf.5")
+            #expect(read == defaults, "quaked.conf.5: \(key.rawValue) default \(documented)")
+            checked += 1
+        }
+        #expect(checked >= DaemonConfiguration.Key.allCases.count - 2)
+    }
+
+    /// `quaked --help` gives the defaults of the configuration.
+    @Test func quakedHelpGivesTheConfigurationsDefaults() {
+        let help = QuakedCommand.helpMessage(columns: 1000)
+        let defaults = DaemonConfiguration()
+        for key in [DaemonConfiguration.Key.feed, .interval, .logLevel] {
+            #expect(help.contains("Default: \(defaults.text(for: key).joined(separator: " "))."), "\(key.rawValue)")
+        }
+    }
+
     @Test func theDefaultConfigFileShowsEveryKeyCommentedOut() throws {
         let file = Self.packagingDirectory.appendingPathComponent("etc/quaked.conf")
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+        // By value: each key's commented-out value, read as the configuration reads it, is its
+        // default as root has it.
+        let defaults = DaemonConfiguration(defaults: DefaultPaths(environment: [:], isRoot: true))
         for key in DaemonConfiguration.Key.allCases {
-            #expect(
-                lines.contains { $0.hasPrefix("#\(key.rawValue) = ") }, "etc/quaked.conf lacks `#\(key.rawValue) = `")
+            let line = lines.first { $0.hasPrefix("#\(key.rawValue) = ") }
+            #expect(line != nil, "etc/quaked.conf lacks `#\(key.rawValue) = `")
+            guard let line else { continue }
+            var read = defaults
+            try read.apply(key, String(line.dropFirst(key.rawValue.count + 4)), source: "etc/quaked.conf")
+            #expect(read == defaults, "etc/quaked.conf: \(line)")
         }
         // Nothing is set: the file changes no default (and so always loads).
         #expect(!lines.contains { !$0.hasPrefix("#") && !$0.trimmingCharacters(in: .whitespaces).isEmpty })

@@ -45,7 +45,7 @@ public struct HistoryCommand: AsyncParsableCommand {
             var shown = 0
             while shown < limit {
                 let page = try await connection.fetchHistory(
-                    storeId: storeId, after: token, limit: min(limit - shown, 1000))
+                    storeId: storeId, after: token, limit: min(limit - shown, IOQuaked.Defaults.historyLimitMaximum))
                 storeId = page.storeId
                 var text = ""
                 for transaction in page.transactions.prefix(limit - shown) {

@@ -62,7 +62,7 @@ public struct SyncCommand: AsyncParsableCommand {
     @OptionGroup(title: "Filters") public var filters: FilterOptions
 
     @Option(help: .hidden)
-    public var heartbeat: Int = 30
+    public var heartbeat: Int = IOQuaked.Defaults.heartbeatSeconds
 
     /// The longest wait between retries, in seconds (tests shorten it).
     @Option(name: .customLong("max-backoff"), help: .hidden)

@@ -99,7 +99,7 @@ public struct WatchCommand: AsyncParsableCommand {
     @OptionGroup public var digests: DigestOptions
 
     @Option(help: .hidden)
-    public var heartbeat: Int = 30
+    public var heartbeat: Int = IOQuaked.Defaults.heartbeatSeconds
 
     public init() {}
 

@@ -43,12 +43,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var retryMaxDelay: Duration = .seconds(15 * 60)
     /// The longest `Retry-After` honoured; a server asking for longer is asked again after this.
     public var retryAfterMax: Duration = .seconds(3600)
-    /// Connections served at once on the control socket.
-    public var maxConnections: Int = 4096
+    /// Connections served at once on the control socket. The defaults of the control socket's
+    /// limits are the Varlink server's own, defined once there.
+    public var maxConnections: Int = VarlinkServer.Limits().maxConnections
     /// How long a client may take to finish a message it started.
-    public var messageTimeout: Duration = .seconds(10)
+    public var messageTimeout: Duration = .milliseconds(VarlinkServer.Limits().messageDeadline.nanoseconds / 1_000_000)
     /// How long a reply may wait for a client to read it before the client is disconnected.
-    public var writeTimeout: Duration = .seconds(10)
+    public var writeTimeout: Duration = VarlinkServer.Limits().writeTimeout
     /// The HTTP proxies and exceptions of the environment (`https_proxy`, `no_proxy`, ...): not
     /// configuration keys, but read with them, so that a bad one stops quaked the same way.
     public var proxy = ProxySettings()
@@ -82,12 +83,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     /// The pull limits this configuration gives.
     public var pullLimits: FeedPuller.Limits {
-        var limits = FeedPuller.Limits()
-        limits.connectTimeout = connectTimeout
-        limits.totalTimeout = totalTimeout
-        limits.maxBytes = maxFeedSize
-        return limits
+        FeedPuller.Limits(connectTimeout: connectTimeout, totalTimeout: totalTimeout, maxBytes: maxFeedSize)
     }
+
+    /// The pull limits of the default configuration (``FeedPuller/Limits/init()``).
+    static let defaultPullLimits = DaemonConfiguration(defaults: DefaultPaths(environment: [:], isRoot: true)).pullLimits
 
     /// The control socket's limits this configuration gives.
     public var serverLimits: VarlinkServer.Limits {

@@ -76,7 +76,7 @@ public struct QuakedService: IOQuaked.Service {
     ) async throws {
         try call.requireMore()
         if let client = parameters.client { try Self.validate(client: client) }
-        let heartbeat = Duration.seconds(min(max(parameters.heartbeatSeconds ?? 30, 1), 3600))
+        let heartbeat = IOQuaked.Defaults.heartbeat(parameters.heartbeatSeconds)
         let storeID = store.storeID
         let filter = try QuakeFilter.from(parameters.filter)
         // A filtered subscriber's changes go through this task, which asks the store whether they
@@ -125,8 +125,8 @@ public struct QuakedService: IOQuaked.Service {
         var reply = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
         let page = try Self.history {
             try store.visitHistory(
-                after: after, limit: min(max(parameters.limit ?? 100, 1), 1000),
-                maxChanges: max(parameters.maxChanges ?? 10_000, 1), filter: filter, &reply)
+                after: after, limit: IOQuaked.Defaults.historyLimit(parameters.limit),
+                maxChanges: IOQuaked.Defaults.historyMaxChanges(parameters.maxChanges), filter: filter, &reply)
         }
         try await call.reply(frame: reply.frame(page))
     }
@@ -147,7 +147,7 @@ public struct QuakedService: IOQuaked.Service {
         async throws
     {
         try call.requireMore()
-        let size = min(max(parameters.pageSize ?? 1000, 1), 10_000)
+        let size = IOQuaked.Defaults.snapshotPageSize(parameters.pageSize)
         let filter = try QuakeFilter.from(parameters.filter)
         let snapshot = try store.snapshot()
         defer { snapshot.close() }

@@ -16,15 +16,24 @@ import QuakeStore
 /// in the import's own transaction, a 304's on their own. Requests go through the proxy
 /// ``ProxySettings`` gives for their URL.
 public struct FeedPuller: Sendable {
-    /// Limits for one pull.
+    /// Limits for one pull. The defaults are the configuration's (connect-timeout, total-timeout,
+    /// max-feed-size).
     public struct Limits: Sendable, Hashable {
         /// Time to establish a connection.
-        public var connectTimeout: Duration = .seconds(10)
+        public var connectTimeout: Duration
         /// Time for the whole pull, headers and body.
-        public var totalTimeout: Duration = .seconds(120)
+        public var totalTimeout: Duration
         /// The largest document accepted, decompressed. USGS's all_month is about 15 MB.
-        public var maxBytes: Int = 256 * 1024 * 1024
-        public init() {}
+        public var maxBytes: Int
+
+        public init(connectTimeout: Duration, totalTimeout: Duration, maxBytes: Int) {
+            self.connectTimeout = connectTimeout
+            self.totalTimeout = totalTimeout
+            self.maxBytes = maxBytes
+        }
+
+        /// The default configuration's limits.
+        public init() { self = DaemonConfiguration.defaultPullLimits }
     }
 
     /// What the server said last time, for a conditional request.
