@@ -39,23 +39,28 @@ let package = Package(
         .target(name: "QuakeSystemd", dependencies: ["CSystemd"]),
         // sqlite3_config, which is variadic and so out of Swift's reach (links with GRDB's SQLite).
         .target(name: "CSQLiteConfig"),
-        // The domain's vocabulary, shared by every layer: instants in epoch milliseconds and their
-        // UTC text (QuakeTime, CivilDate), the duration grammar of the configuration and the CLI.
-        // No dependencies, no I/O.
+        // The domain's vocabulary, shared by every layer: the quake record's fields, declared once
+        // (QuakeRecord.fields); instants in epoch milliseconds and their UTC text (QuakeTime,
+        // CivilDate); the duration grammar of the configuration and the CLI. No dependencies, no I/O.
         .target(name: "QuakeModel"),
+        // What each layer needs of the quake record, generated from its declaration at build time.
+        .executableTarget(name: "quake-model-gen", dependencies: ["QuakeModel"]),
+        .plugin(name: "QuakeModelGenerator", capability: .buildTool(), dependencies: ["quake-model-gen"]),
         // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
         // No I/O; QuakeModel only, so that every layer above has it.
-        .target(name: "QuakeFeed", dependencies: ["QuakeModel"]),
+        .target(name: "QuakeFeed", dependencies: ["QuakeModel"], plugins: ["QuakeModelGenerator"]),
         // The SQLite store: schema, import with dedupe, persistent history, purge.
         .target(
             name: "QuakeStore",
             dependencies: [
+                "QuakeModel",
                 "QuakeFeed",
                 "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            plugins: ["QuakeModelGenerator"]
         ),
         // The Varlink interface-file parser and the Swift generator behind the build-tool plugin.
         // No dependencies.
@@ -75,7 +80,9 @@ let package = Package(
         ),
         // io.quaked.varlink and the types generated from it; the default socket paths.
         // The filter conversions use QuakeFeed's QuakeFilter, the one filter of daemon and client.
-        .target(name: "QuakeProtocol", dependencies: ["Varlink", "QuakeFeed"], plugins: ["VarlinkGenerator"]),
+        .target(
+            name: "QuakeProtocol", dependencies: ["Varlink", "QuakeFeed", "QuakeModel"],
+            plugins: ["VarlinkGenerator", "QuakeModelGenerator"]),
         // The daemon's services: configuration, feed pulls, scheduling, systemd integration.
         .target(
             name: "QuakeDaemon",
@@ -134,6 +141,7 @@ let package = Package(
         .target(
             name: "QuakePostgres",
             dependencies: [
+                "QuakeModel",
                 "QuakeClient",
                 "QuakeFeed",
                 "QuakeProtocol",
@@ -153,6 +161,7 @@ let package = Package(
         .target(
             name: "QuakeCtl",
             dependencies: [
+                "QuakeModel",
                 "QuakeClient",
                 "QuakePostgres",
                 "QuakeMap",
@@ -215,7 +224,10 @@ let package = Package(
             // Interface files the parser tests read.
             resources: [.copy("Interfaces")]
         ),
-        .testTarget(name: "QuakeModelTests", dependencies: ["QuakeModel"]),
+        .testTarget(
+            name: "QuakeModelTests",
+            dependencies: ["QuakeModel", "VarlinkIDL", "QuakeTestSupport"]
+        ),
         .testTarget(
             name: "QuakeFeedTests",
             dependencies: ["QuakeFeed", "QuakeTestSupport"]

@@ -1,5 +1,7 @@
 /// Object keys packed little-endian into a UInt64 (keys of up to 8 bytes), so the decoder
-/// dispatches on an integer instead of comparing strings. Longer keys it needs get codes no key
+/// dispatches on an integer instead of comparing strings. The keys of the quake's fields are
+/// `FieldKey`'s, generated from QuakeModel's declaration; these are the format's own and those
+/// the decoder gives a rule of its own. Longer keys it needs get codes no key
 /// packs to: a single byte that never occurs in UTF-8 (a small code like 1 is the key "\u0001").
 enum Key {
     static let id: UInt64 = 0x6469  // "id"
@@ -8,30 +10,10 @@ enum Key {
     static let properties: UInt64 = 0xFF  // "properties" (10 bytes)
     static let coordinates: UInt64 = 0xFE  // "coordinates" (11 bytes)
     static let generated: UInt64 = 0xFD  // "generated" (9 bytes)
-    static let mag: UInt64 = 0x67_616d  // "mag"
-    static let place: UInt64 = 0x65_6361_6c70  // "place"
     static let time: UInt64 = 0x656d_6974  // "time"
-    static let updated: UInt64 = 0x64_6574_6164_7075  // "updated"
-    static let tz: UInt64 = 0x7a74  // "tz"
     static let url: UInt64 = 0x6c_7275  // "url"
-    static let detail: UInt64 = 0x6c69_6174_6564  // "detail"
-    static let felt: UInt64 = 0x746c_6566  // "felt"
-    static let cdi: UInt64 = 0x69_6463  // "cdi"
-    static let mmi: UInt64 = 0x69_6d6d  // "mmi"
-    static let alert: UInt64 = 0x74_7265_6c61  // "alert"
     static let status: UInt64 = 0x7375_7461_7473  // "status"
-    static let tsunami: UInt64 = 0x69_6d61_6e75_7374  // "tsunami"
-    static let sig: UInt64 = 0x67_6973  // "sig"
-    static let net: UInt64 = 0x74_656e  // "net"
-    static let code: UInt64 = 0x6564_6f63  // "code"
     static let ids: UInt64 = 0x73_6469  // "ids"
-    static let sources: UInt64 = 0x73_6563_7275_6f73  // "sources"
-    static let types: UInt64 = 0x73_6570_7974  // "types"
-    static let nst: UInt64 = 0x74_736e  // "nst"
-    static let dmin: UInt64 = 0x6e69_6d64  // "dmin"
-    static let rms: UInt64 = 0x73_6d72  // "rms"
-    static let gap: UInt64 = 0x70_6167  // "gap"
-    static let magType: UInt64 = 0x65_7079_5467_616d  // "magType"
     static let title: UInt64 = 0x65_6c74_6974  // "title"
     static let features: UInt64 = 0x7365_7275_7461_6566  // "features"
     static let metadata: UInt64 = 0x6174_6164_6174_656d  // "metadata"
@@ -172,9 +154,8 @@ extension JSONReader {
         i &+= 1
         if try nextNonWS() == UInt8(ascii: "}") { i &+= 1; return }
         repeat {
-            switch try key() {
-            case Key.mag: f.mag = try double("mag", &invalid, depth)
-            case Key.place: f.place = try text("place", &invalid, depth)
+            let key = try key()
+            switch key {
             case Key.time:
                 time = nil
                 let v = try nextNonWS()
@@ -195,14 +176,6 @@ extension JSONReader {
                         v == UInt8(ascii: "n")
                         ? "properties.time: null" : "properties.time: expected an integer, found \(jsonTypeName(v))"
                 }
-            case Key.updated: f.updated = try integer("updated", &invalid, depth)
-            case Key.tz: f.tz = try integer("tz", &invalid, depth)
-            case Key.url: f.url = try text("url", &invalid, depth)
-            case Key.detail: f.detail = try text("detail", &invalid, depth)
-            case Key.felt: f.felt = try integer("felt", &invalid, depth)
-            case Key.cdi: f.cdi = try double("cdi", &invalid, depth)
-            case Key.mmi: f.mmi = try double("mmi", &invalid, depth)
-            case Key.alert: f.alert = try text("alert", &invalid, depth)
             case Key.status:
                 f.status = try text("status", &invalid, depth)
                 // Old data says "REVIEWED"; skip the Unicode lower-casing when nothing changes.
@@ -215,27 +188,15 @@ extension JSONReader {
                     let lowered = arena.withUnsafeBytes { FeatureRecord.string(f.status, in: $0)! }.lowercased()
                     f.status = append(lowered.utf8)
                 }
-            case Key.tsunami: f.tsunami = try integer("tsunami", &invalid, depth)
-            case Key.sig: f.sig = try integer("sig", &invalid, depth)
-            case Key.net: f.net = try text("net", &invalid, depth)
-            case Key.code: f.code = try text("code", &invalid, depth)
-            case Key.ids: f.ids = try text("ids", &invalid, depth)
-            case Key.sources: f.sources = try text("sources", &invalid, depth)
-            case Key.types: f.types = try text("types", &invalid, depth)
-            case Key.nst: f.nst = try integer("nst", &invalid, depth)
-            case Key.dmin: f.dmin = try double("dmin", &invalid, depth)
-            case Key.rms: f.rms = try double("rms", &invalid, depth)
-            case Key.gap: f.gap = try double("gap", &invalid, depth)
-            case Key.magType: f.magType = try text("magType", &invalid, depth)
-            case Key.type: f.type = try text("type", &invalid, depth)
-            case Key.title: f.title = try text("title", &invalid, depth)
-            default: try skipValue(depth: depth + 1)
+            default:
+                // Every other declared field, by its kind; anything else is skipped.
+                if try !declaredProperty(key, &f, &invalid, depth) { try skipValue(depth: depth + 1) }
             }
         } while try !endOfObject()
     }
 
     /// A property value that must be a number or null. `depth` is the enclosing object's.
-    @inline(__always) private mutating func double(
+    @inline(__always) mutating func double(
         _ name: StaticString, _ invalid: inout String?, _ depth: Int
     ) throws(ReadStop) -> Double? {
         let v = try nextNonWS()
@@ -247,7 +208,7 @@ extension JSONReader {
     }
 
     /// A property value that must be an integer (or an integral number) or null.
-    @inline(__always) private mutating func integer(
+    @inline(__always) mutating func integer(
         _ name: StaticString, _ invalid: inout String?, _ depth: Int
     ) throws(ReadStop) -> Int64? {
         let v = try nextNonWS()
@@ -266,7 +227,7 @@ extension JSONReader {
     }
 
     /// A property value that must be a string or null, appended to `arena`.
-    @inline(__always) private mutating func text(
+    @inline(__always) mutating func text(
         _ name: StaticString, _ invalid: inout String?, _ depth: Int
     ) throws(ReadStop) -> TextSpan {
         let v = try nextNonWS()

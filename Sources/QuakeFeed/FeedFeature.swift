@@ -4,54 +4,9 @@
     import Darwin
 #endif
 
-/// One earthquake as the USGS GeoJSON summary feed describes it.
-///
-/// Property names and types follow the feed (see the USGS GeoJSON summary format). Every property
-/// but `time` may be absent or `null`; absent and `null` both decode to `nil`. Times are integer
-/// milliseconds since the Unix epoch, as in the feed. `status` is normalised to lower case because
-/// old data uses upper case.
-public struct FeedFeature: Sendable, Hashable, Codable {
-    /// The feature `id`: the event's preferred id (`net` + `code`). The identity quaked dedupes on.
-    public var id: String
-    public var mag: Double?
-    public var place: String?
-    public var time: Int64
-    public var updated: Int64?
-    public var tz: Int64?
-    public var url: String?
-    public var detail: String?
-    public var felt: Int64?
-    public var cdi: Double?
-    public var mmi: Double?
-    public var alert: String?
-    public var status: String?
-    public var tsunami: Int64?
-    public var sig: Int64?
-    public var net: String?
-    public var code: String?
-    /// Every id associated with the event, as a comma list with leading and trailing commas.
-    public var ids: String?
-    public var sources: String?
-    public var types: String?
-    public var nst: Int64?
-    public var dmin: Double?
-    public var rms: Double?
-    public var gap: Double?
-    public var magType: String?
-    public var type: String?
-    public var title: String?
-    /// Longitude in degrees (geometry coordinate 0).
-    public var lon: Double?
-    /// Latitude in degrees (geometry coordinate 1).
-    public var lat: Double?
-    /// Depth in kilometres (geometry coordinate 2); negative above sea level.
-    public var depth: Double?
-
-    public init(id: String, time: Int64) {
-        self.id = id
-        self.time = time
-    }
-
+// FeedFeature itself, one stored property per declared field, is generated from QuakeModel's
+// QuakeRecord.fields (the QuakeModelGenerator plugin).
+extension FeedFeature {
     /// Whether an `ids` list (UTF-8, like ",us7000abcd,ak0001,") names any id other than `id`,
     /// the feature's own: some non-empty entry differs from it. Most features list only
     /// themselves (",us7000abcd,"); for them this is one comparison. The one rule the parser,

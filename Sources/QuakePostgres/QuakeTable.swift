@@ -4,8 +4,8 @@ import QuakeFeed
 import QuakeModel
 import QuakeProtocol
 
-/// The sink's table: one column per field of `IOQuaked.Quake`, in the interface's order, named in
-/// snake case (`magType` is `mag_type`), with the times (`time`, `updated`: milliseconds in the
+/// The sink's table: one column per field of the quake record (QuakeModel's declaration, the
+/// interface's `Quake`), in its order, named in snake case (`magType` is `mag_type`), with the times (`time`, `updated`: milliseconds in the
 /// store) as `timestamptz`, and, where PostGIS is installed, `geom`, a `geometry(PointZ, 4326)`
 /// that PostgreSQL computes from `lon`, `lat` and `depth` (km, positive down, as in the feed; NaN
 /// when the depth is unknown; NULL without a position).
@@ -29,18 +29,16 @@ struct QuakeTable: Sendable {
         var kind: Kind
     }
 
-    static let columns: [Column] = [
-        .init(name: "id", kind: .text), .init(name: "mag", kind: .float), .init(name: "place", kind: .text),
-        .init(name: "time", kind: .time), .init(name: "updated", kind: .time), .init(name: "tz", kind: .int),
-        .init(name: "url", kind: .text), .init(name: "detail", kind: .text), .init(name: "felt", kind: .int),
-        .init(name: "cdi", kind: .float), .init(name: "mmi", kind: .float), .init(name: "alert", kind: .text),
-        .init(name: "status", kind: .text), .init(name: "tsunami", kind: .int), .init(name: "sig", kind: .int),
-        .init(name: "net", kind: .text), .init(name: "code", kind: .text), .init(name: "ids", kind: .text),
-        .init(name: "sources", kind: .text), .init(name: "types", kind: .text), .init(name: "nst", kind: .int),
-        .init(name: "dmin", kind: .float), .init(name: "rms", kind: .float), .init(name: "gap", kind: .float),
-        .init(name: "mag_type", kind: .text), .init(name: "type", kind: .text), .init(name: "title", kind: .text),
-        .init(name: "lon", kind: .float), .init(name: "lat", kind: .float), .init(name: "depth", kind: .float),
-    ]
+    /// One column per field of QuakeModel's declaration, in its order.
+    static let columns: [Column] = QuakeRecord.fields.map { field in
+        let kind: Kind =
+            switch field.kind {
+            case .text: .text
+            case .integer: field.isTime ? .time : .int
+            case .real: .float
+            }
+        return Column(name: field.snakeCaseName, kind: kind)
+    }
 
     static let geometryType = "geometry(PointZ,4326)"
 
@@ -50,13 +48,14 @@ struct QuakeTable: Sendable {
     }
 
     static func values(_ q: IOQuaked.Quake) -> [Value] {
-        [
-            .text(q.id), .float(q.mag), .text(q.place), .time(q.time), .time(q.updated), .int(q.tz), .text(q.url),
-            .text(q.detail), .int(q.felt), .float(q.cdi), .float(q.mmi), .text(q.alert), .text(q.status),
-            .int(q.tsunami), .int(q.sig), .text(q.net), .text(q.code), .text(q.ids), .text(q.sources), .text(q.types),
-            .int(q.nst), .float(q.dmin), .float(q.rms), .float(q.gap), .text(q.magType), .text(q.type),
-            .text(q.title), .float(q.lon), .float(q.lat), .float(q.depth),
-        ]
+        zip(columns, q.values).map { column, value in
+            switch column.kind {
+            case .text: .text(value.text)
+            case .int: .int(value.integer.map(Int.init))
+            case .float: .float(value.real)
+            case .time: .time(value.integer.map(Int.init))
+            }
+        }
     }
 
     /// A double-quoted identifier (the names are checked, but quoting is what makes them safe).
@@ -141,22 +140,20 @@ struct QuakeTable: Sendable {
             guard let cell = cells.next() else { throw PostgresDecodingError.Code.missingData }
             return try cell.decode(T?.self)
         }
-        // Swift evaluates arguments left to right: the cells are read in ``columns`` order.
-        let id = try next(String.self)
-        let mag = try next(Double.self)
-        let place = try next(String.self)
-        let time = try next(Int.self)
-        guard let id, let time else { throw PostgresDecodingError.Code.missingData }
-        return IOQuaked.Quake(
-            id: id, mag: mag, place: place, time: time, updated: try next(Int.self), tz: try next(Int.self),
-            url: try next(String.self), detail: try next(String.self), felt: try next(Int.self),
-            cdi: try next(Double.self), mmi: try next(Double.self), alert: try next(String.self),
-            status: try next(String.self), tsunami: try next(Int.self), sig: try next(Int.self),
-            net: try next(String.self), code: try next(String.self), ids: try next(String.self),
-            sources: try next(String.self), types: try next(String.self), nst: try next(Int.self),
-            dmin: try next(Double.self), rms: try next(Double.self), gap: try next(Double.self),
-            magType: try next(String.self), type: try next(String.self), title: try next(String.self),
-            lon: try next(Double.self), lat: try next(Double.self), depth: try next(Double.self))
+        var values: [QuakeValue] = []
+        values.reserveCapacity(columns.count)
+        for column in columns {
+            switch column.kind {
+            case .text: values.append(QuakeValue(try next(String.self)))
+            case .int, .time: values.append(QuakeValue(try next(Int.self)))
+            case .float: values.append(QuakeValue(try next(Double.self)))
+            }
+        }
+        // The required fields (id, time) are never NULL in a table the sink wrote.
+        for (field, value) in zip(QuakeRecord.fields, values) where field.isRequired && value.isNull {
+            throw PostgresDecodingError.Code.missingData
+        }
+        return IOQuaked.Quake(values: values)
     }
 
     // MARK: COPY

@@ -1,4 +1,5 @@
 import QuakeClient
+import QuakeModel
 import QuakeProtocol
 import ArgumentParser
 import Foundation
@@ -35,12 +36,13 @@ public struct ShowCommand: AsyncParsableCommand {
         text += "  " + style.bold(q.place ?? "(unknown place)") + "\n"
         let values = QuakeFields.values(q)
         let width = QuakeFields.names.map(\.count).max() ?? 8
-        for (name, value) in zip(QuakeFields.names, values) {
+        for (field, value) in zip(QuakeRecord.fields, values) {
+            let name = field.name
             let shown: String
             switch value {
             case .null: shown = style.dim("–")
-            case .integer(let ms) where name == "time" || name == "updated":
-                shown = "\(Formatting.absolute(ms, timeZone: style.timeZone)) (\(Formatting.relative(ms, now: now)))"
+            case .integer(let ms) where field.isTime:
+                shown = "\(Formatting.absolute(Int(ms), timeZone: style.timeZone)) (\(Formatting.relative(Int(ms), now: now)))"
             case .integer(let n): shown = String(n)
             case .real(let d) where name == "depth":
                 shown = Formatting.distance(kilometres: d, style.units, decimals: 3)

@@ -1,5 +1,6 @@
 import QuakeClient
 import QuakeMap
+import QuakeModel
 import QuakeProtocol
 import ArgumentParser
 import Foundation
@@ -49,10 +50,9 @@ public struct CSVExportWriter: ExportWriter {
     public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
         for (i, value) in QuakeFields.values(q).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            let name = QuakeFields.names[i]
             switch value {
             case .null: break
-            case .integer(let n) where name == "time" || name == "updated":
+            case .integer(let n) where QuakeRecord.fields[i].isTime:
                 out.append(contentsOf: Array(QuakeTime.iso8601(n).utf8))
             case .integer(let n): out.append(contentsOf: Array(String(n).utf8))
             case .real(let d): JSONText.appendNumber(d, to: &out)
@@ -119,7 +119,8 @@ public struct GeoJSONExportWriter: ExportWriter {
         var first = true
         for (i, value) in QuakeFields.values(q).enumerated() {
             let name = QuakeFields.names[i]
-            if name == "id" || name == "lon" || name == "lat" || name == "depth" { continue }
+            // The id and the coordinates are the feature's own, not properties.
+            guard QuakeRecord.fields[i].origin == .property else { continue }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             JSONText.appendString(name, to: &out)

@@ -1,5 +1,6 @@
 import Foundation
 import QuakeMap
+import QuakeModel
 import QuakeProtocol
 import QuakeModel
 
@@ -235,7 +236,7 @@ public struct KMLExportWriter: ExportWriter {
             let shown: String
             switch value {
             case .null: continue
-            case .integer(let n) where name == "time" || name == "updated": shown = QuakeTime.iso8601(n)
+            case .integer(let n) where QuakeRecord.fields[i].isTime: shown = QuakeTime.iso8601(n)
             case .integer(let n): shown = String(n)
             case .real(let d): shown = String(d)
             case .text(let s): shown = s

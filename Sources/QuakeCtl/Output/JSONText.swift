@@ -1,4 +1,5 @@
 import QuakeClient
+import QuakeModel
 import QuakeProtocol
 import Foundation
 import Varlink
@@ -41,32 +42,10 @@ public enum JSONText {
     }
 }
 
-/// One field value of a quake.
-public enum QuakeValue: Sendable, Hashable {
-    case null
-    case integer(Int)
-    case real(Double)
-    case text(String)
-}
-
-/// The fields of the interface's `Quake` type, in its order.
+/// The fields of the interface's `Quake` type, in its order: QuakeModel's declaration.
 public enum QuakeFields {
-    public static let names = [
-        "id", "mag", "place", "time", "updated", "tz", "url", "detail", "felt", "cdi", "mmi", "alert", "status",
-        "tsunami", "sig", "net", "code", "ids", "sources", "types", "nst", "dmin", "rms", "gap", "magType", "type",
-        "title", "lon", "lat", "depth",
-    ]
+    public static let names = QuakeRecord.names
 
     /// The values of `q`, in the order of ``names``.
-    public static func values(_ q: IOQuaked.Quake) -> [QuakeValue] {
-        func s(_ v: String?) -> QuakeValue { v.map(QuakeValue.text) ?? .null }
-        func i(_ v: Int?) -> QuakeValue { v.map(QuakeValue.integer) ?? .null }
-        func d(_ v: Double?) -> QuakeValue { v.map(QuakeValue.real) ?? .null }
-        return [
-            .text(q.id), d(q.mag), s(q.place), .integer(q.time), i(q.updated), i(q.tz), s(q.url), s(q.detail),
-            i(q.felt), d(q.cdi), d(q.mmi), s(q.alert), s(q.status), i(q.tsunami), i(q.sig), s(q.net), s(q.code),
-            s(q.ids), s(q.sources), s(q.types), i(q.nst), d(q.dmin), d(q.rms), d(q.gap), s(q.magType), s(q.type),
-            s(q.title), d(q.lon), d(q.lat), d(q.depth),
-        ]
-    }
+    public static func values(_ q: IOQuaked.Quake) -> [QuakeValue] { q.values }
 }

@@ -9,17 +9,8 @@ import Varlink
 // never go on the wire themselves: a change to the schema or the importer cannot change the
 // protocol by accident, and the interface file stays the protocol's only definition.
 
-extension IOQuaked.Quake {
-    init(_ q: FeedFeature) {
-        self.init(
-            id: q.id, mag: q.mag, place: q.place, time: Int(q.time), updated: q.updated.map(Int.init),
-            tz: q.tz.map(Int.init), url: q.url, detail: q.detail, felt: q.felt.map(Int.init), cdi: q.cdi, mmi: q.mmi,
-            alert: q.alert, status: q.status, tsunami: q.tsunami.map(Int.init), sig: q.sig.map(Int.init), net: q.net,
-            code: q.code, ids: q.ids, sources: q.sources, types: q.types, nst: q.nst.map(Int.init), dmin: q.dmin,
-            rms: q.rms, gap: q.gap, magType: q.magType, type: q.type, title: q.title, lon: q.lon, lat: q.lat,
-            depth: q.depth)
-    }
-}
+// IOQuaked.Quake from and to FeedFeature is generated into QuakeProtocol from QuakeModel's
+// declaration of the quake record.
 
 extension IOQuaked.ChangeKind {
     init(_ kind: ChangeKind) {

@@ -1,0 +1,64 @@
+import Foundation
+import QuakeModel
+import QuakeTestSupport
+import Testing
+import VarlinkIDL
+
+/// The quake record's declaration against the other places a field must be written: the
+/// interface's `Quake` type (io.quaked.varlink, parsed with VarlinkIDL) and the store's shipped
+/// schema.
+@Suite struct QuakeRecordTests {
+    static func quakeType() throws -> [VarlinkInterface.Field] {
+        let file = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeProtocol/io.quaked.varlink")
+        let interface = try VarlinkInterface(parsing: try String(contentsOf: file, encoding: .utf8))
+        let quake = try #require(interface.types.first { $0.name == "Quake" })
+        guard case .structure(let fields) = quake.shape else {
+            Issue.record("Quake is not a struct")
+            return []
+        }
+        return fields
+    }
+
+    @Test func theInterfacesQuakeHasTheDeclaredFieldsInOrderWithTheirKinds() throws {
+        let wire = try Self.quakeType()
+        #expect(wire.map(\.name) == QuakeRecord.names)
+        for (field, declared) in zip(wire, QuakeRecord.fields) {
+            let base: VarlinkInterface.FieldType =
+                switch declared.kind {
+                case .text: .string
+                case .integer: .int
+                case .real: .float
+                }
+            #expect(
+                field.type == (declared.isRequired ? base : .optional(base)),
+                "\(field.name): the interface says \(field.type), the declaration \(declared.kind)\(declared.isRequired ? "" : "?")")
+        }
+    }
+
+    @Test func namesAreUniqueIdentifiersTheDecoderCanPack() {
+        #expect(Set(QuakeRecord.names).count == QuakeRecord.names.count)
+        for field in QuakeRecord.fields {
+            #expect(field.name.utf8.count <= 8 || field.origin != .property, "\(field.name): the decoder packs keys of up to 8 bytes")
+            #expect(field.name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }, "\(field.name)")
+            #expect(!field.doc.isEmpty)
+        }
+        #expect(QuakeRecord.fields.filter(\.isRequired).map(\.name) == ["id", "time"])
+        let coordinates = QuakeRecord.fields.compactMap { field -> Int? in
+            if case .coordinate(let i) = field.origin { i } else { nil }
+        }
+        #expect(coordinates == [0, 1, 2])
+    }
+
+    @Test func snakeCaseIsWhatPostgreSQLTablesUse() {
+        #expect(QuakeRecord.fields.first { $0.name == "magType" }?.snakeCaseName == "mag_type")
+        #expect(QuakeRecord.fields.first { $0.name == "time" }?.snakeCaseName == "time")
+        #expect(QuakeRecord.fields.filter(\.isTime).map(\.name) == ["time", "updated"])
+    }
+
+    @Test func valuesKeepTheirKind() {
+        #expect(QuakeValue(nil as String?) == .null)
+        #expect(QuakeValue(Int?.some(3)) == .integer(3))
+        #expect(QuakeValue(2.5 as Double?).real == 2.5)
+        #expect(QuakeValue("x" as String?).integer == nil)
+    }
+}
