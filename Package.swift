@@ -180,6 +180,7 @@ let package = Package(
         .executableTarget(
             name: "quake-bench",
             dependencies: [
+                "QuakeModel",
                 "QuakeFeed",
                 "QuakeStore",
                 "QuakeClient",

@@ -549,11 +549,37 @@ final class EvolvingFeed: @unchecked Sendable {
     }
 
     private static func encode(_ e: Event) -> [UInt8] {
-        let mag = String(format: "%.2f", e.mag)
+        let mag = (e.mag * 100).rounded() / 100
         let id = "sk\(e.number)"
-        return Array(
-            #"{"type":"Feature","properties":{"mag":\#(mag),"place":"soak event \#(e.number)","time":\#(e.time),"updated":\#(e.updated),"tz":null,"url":"https://earthquake.usgs.gov/earthquakes/eventpage/\#(id)","detail":"https://earthquake.usgs.gov/earthquakes/feed/v1.0/detail/\#(id).geojson","felt":null,"cdi":null,"mmi":null,"alert":null,"status":"\#(e.reviewed ? "reviewed" : "automatic")","tsunami":0,"sig":\#(Int(max(0, e.mag * 40))),"net":"sk","code":"\#(e.number)","ids":",\#(id),","sources":",sk,","types":",origin,phase-data,","nst":12,"dmin":0.05,"rms":0.12,"gap":80,"magType":"ml","type":"earthquake","title":"M \#(mag) - soak event \#(e.number)"},"geometry":{"type":"Point","coordinates":[\#(e.lon),\#(e.lat),\#(e.depth)]},"id":"\#(id)"}"#
-                .utf8)
+        var values = [QuakeValue](repeating: .null, count: QuakeRecord.fields.count)
+        func set(_ name: String, _ value: QuakeValue) { values[QuakeRecord.index(of: name)!] = value }
+        set("id", .text(id))
+        set("mag", .real(mag))
+        set("place", .text("soak event \(e.number)"))
+        set("time", .integer(e.time))
+        set("updated", .integer(e.updated))
+        set("url", .text("https://earthquake.usgs.gov/earthquakes/eventpage/\(id)"))
+        set("detail", .text("https://earthquake.usgs.gov/earthquakes/feed/v1.0/detail/\(id).geojson"))
+        set("status", .text(e.reviewed ? "reviewed" : "automatic"))
+        set("tsunami", .integer(0))
+        set("sig", .integer(Int64(max(0, e.mag * 40))))
+        set("net", .text("sk"))
+        set("code", .text("\(e.number)"))
+        set("ids", .text(",\(id),"))
+        set("sources", .text(",sk,"))
+        set("types", .text(",origin,phase-data,"))
+        set("magType", .text("ml"))
+        set("type", .text("earthquake"))
+        set("title", .text("M \(mag) - soak event \(e.number)"))
+        set("lon", .real(e.lon))
+        set("lat", .real(e.lat))
+        set("depth", .real(e.depth))
+        // The location's quality fields, as a located event in the USGS feed has them: whatever
+        // numeric fields are left, a small number each; felt reports and intensities stay null.
+        for (index, field) in QuakeRecord.fields.enumerated() where values[index].isNull && field.unit != nil {
+            values[index] = field.kind == .integer ? .null : .real(0.1)
+        }
+        return SoakFeature.json(values)
     }
 
     /// SplitMix64.
@@ -590,4 +616,32 @@ final class SampleLog: @unchecked Sendable {
     private var samples: [SoakBenchmark.Sample] = []
     var all: [SoakBenchmark.Sample] { lock.withLock { samples } }
     func append(_ sample: SoakBenchmark.Sample) { lock.withLock { samples.append(sample) } }
+}
+
+/// A USGS GeoJSON feature from a quake's values (QuakeModel's order): the properties, the point
+/// and the id, as the feed writes them.
+enum SoakFeature {
+    static func json(_ values: [QuakeValue]) -> [UInt8] {
+        var properties: [String] = []
+        var coordinates = ["null", "null", "null"]
+        var id = ""
+        for (field, value) in zip(QuakeRecord.fields, values) {
+            let text: String =
+                switch value {
+                case .null: "null"
+                case .integer(let n): String(n)
+                case .real(let d): String(d)
+                case .text(let t): "\"" + t + "\""
+                }
+            switch field.origin {
+            case .featureID: id = text
+            case .property: properties.append("\"\(field.name)\":\(text)")
+            case .coordinate(let i): coordinates[i] = text
+            }
+        }
+        return Array(
+            (#"{"type":"Feature","properties":{"# + properties.joined(separator: ",")
+                + #"},"geometry":{"type":"Point","coordinates":["# + coordinates.joined(separator: ",")
+                + #"]},"id":"# + id + "}").utf8)
+    }
 }
