@@ -125,7 +125,7 @@ public struct QuakeCache: Sendable {
     }
 
     private static func position(_ db: Database) throws -> Position? {
-        try Row.fetchOne(db, sql: "SELECT storeId, token, appliedAt, filter FROM position").map {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT storeId, token, appliedAt, filter FROM position")).map {
             Position(storeId: $0["storeId"], token: $0["token"], appliedAt: $0["appliedAt"], filter: $0["filter"])
         }
     }
@@ -178,9 +178,8 @@ public struct QuakeCache: Sendable {
                     try delete.execute(arguments: [change.quakeId])
                 }
             }
-            try db.execute(
-                sql: "UPDATE position SET token = ?, appliedAt = ?",
-                arguments: [transaction.token, Self.milliseconds(now)])
+            try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")
+                .execute(arguments: [transaction.token, Self.milliseconds(now)])
             return true
         }
     }
@@ -294,21 +293,25 @@ public struct QuakeCache: Sendable {
 
         mutating func write(_ quake: IOQuaked.Quake) throws {
             let s = statement.sqliteStatement
-            sqlite3_reset(s)
-            sqlite3_clear_bindings(s)
             json.bytes.removeAll(keepingCapacity: true)
             quake.write(to: &json)
             Self.bind(s, 1, quake.id)
             sqlite3_bind_int64(s, 2, Int64(quake.time))
-            if let mag = quake.mag { sqlite3_bind_double(s, 3, mag) }
-            if let type = quake.type { Self.bind(s, 4, type) }
-            if let lat = quake.lat { sqlite3_bind_double(s, 5, lat) }
-            if let lon = quake.lon { sqlite3_bind_double(s, 6, lon) }
-            json.bytes.withUnsafeBytes { Self.bind(s, 7, $0) }
-            let code = sqlite3_step(s)
+            if let mag = quake.mag { sqlite3_bind_double(s, 3, mag) } else { sqlite3_bind_null(s, 3) }
+            if let type = quake.type { Self.bind(s, 4, type) } else { sqlite3_bind_null(s, 4) }
+            if let lat = quake.lat { sqlite3_bind_double(s, 5, lat) } else { sqlite3_bind_null(s, 5) }
+            if let lon = quake.lon { sqlite3_bind_double(s, 6, lon) } else { sqlite3_bind_null(s, 6) }
+            // The JSON is bound without a copy (SQLITE_STATIC): the buffer stays as it is until
+            // the step is done and the statement reset, which releases it.
+            let code = json.bytes.withUnsafeBytes { bytes in
+                let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                sqlite3_bind_text(s, 7, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+                let code = sqlite3_step(s)
+                sqlite3_reset(s)
+                return code
+            }
             guard code == SQLITE_DONE else {
                 let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-                sqlite3_reset(s)
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
             }
         }

@@ -79,6 +79,29 @@ import Testing
         }
     }
 
+    /// Each row is written with every column bound anew: a quake that no longer has a magnitude
+    /// (or type, or place) does not keep the previous row's, nor the previous quake's.
+    @Test func aRewrittenRowKeepsNothingOfTheRowBefore() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try QuakeCache(path: dir.appendingPathComponent("cache.sqlite").path)
+            var full = Self.quake("a", mag: 4)
+            full.type = "earthquake"
+            (full.lat, full.lon) = (37.77, -122.42)
+            try cache.beginReset()
+            try cache.stage([full])
+            try cache.finishReset(storeId: "S", token: 1)
+            #expect(try cache.query(QuakeFilter(minMagnitude: 3)).quakes.map(\.id) == ["a"])
+            let bare = IOQuaked.Quake(id: "a", time: 2000)
+            let second = IOQuaked.Quake(id: "b", time: 3000)
+            #expect(try cache.apply(Self.insert(2, [bare, second]), storeId: "S"))
+            #expect(try cache.quake(id: "a") == bare)
+            #expect(try cache.quake(id: "b") == second)
+            #expect(try cache.query(QuakeFilter(minMagnitude: 3)).quakes.isEmpty)
+            #expect(try cache.query(QuakeFilter(since: 1500)).quakes.map(\.id) == ["b", "a"])
+            #expect(try cache.position()?.token == 2)
+        }
+    }
+
     @Test func aResetReplacesEverythingAtOnce() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try QuakeCache(path: dir.appendingPathComponent("cache.sqlite").path)
