@@ -51,9 +51,17 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         }
         struct ClientApply: Encodable {
             var changes: Int
+            /// The `quakectl watch` process catching up; since it resumes from the cache's
+            /// position, it also formats and prints every change (into a pipe).
             var seconds: Double
             var changesPerSecond: Double
             var peerChangesPerSecond: Double
+            /// The apply path alone: the Watcher and its ``QuakeCache`` in the benchmark's process
+            /// (FetchHistory, decoding, each transaction committed with its position), nothing printed.
+            var applySeconds: Double
+            var applyChangesPerSecond: Double
+            /// The floor under both: the same pages fetched and decoded by QuakeClient, not applied.
+            var decodeChangesPerSecond: Double
         }
         var catchup: CatchUp
         var fanout: [FanOut]
@@ -212,30 +220,71 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             filteredChangesSent: filtered.changes, filteredRatio: filteredRate / (Double(received) / quaked))
     }
 
-    /// `quakectl watch` on a cache that is empty at token 0 of the store: it catches up through
-    /// every change with FetchHistory, applying each transaction to its cache. Timed until the
-    /// cache's position reaches the head. Peer: Python's sqlite3 writing the same number of rows
-    /// (id, time, mag, JSON) into a table of the same shape, in one transaction.
+    /// The catch-up into `watch`'s cache: a cache empty at token 0 of the store catches up through
+    /// every change with FetchHistory, applying each transaction to the cache, timed until the
+    /// cache's position reaches the head. Measured twice: the Watcher with its ``QuakeCache`` in
+    /// this process, printing nothing (the apply path: fetching, decoding, applying, committing),
+    /// and a `quakectl watch` process, which since it resumes from the cache's position also
+    /// formats and prints every change (into a pipe). Peer: Python's sqlite3 writing the same
+    /// number of rows (id, time, mag, JSON) into a table of the same shape, in one transaction.
     private func clientApply(socket: String, quakectl: String, work: URL) async throws -> Figures.ClientApply {
         let state = work.appendingPathComponent("state")
         let store = try QuakeStore(directory: state)
         let (storeID, head) = (store.storeID, try store.head())
         let changeCount = try store.history(after: 0, limit: 100_000).transactions.reduce(0) { $0 + $1.changes.count }
         try store.close()
-        let path = work.appendingPathComponent("watch-cache.sqlite").path
-        let cache = try QuakeCache(path: path)
-        try cache.beginReset()
-        try cache.finishReset(storeId: storeID, token: 0)
-        let started = ContinuousClock.now
+
+        func emptyCache(_ name: String) throws -> (path: String, cache: QuakeCache) {
+            let path = work.appendingPathComponent(name).path
+            let cache = try QuakeCache(path: path)
+            try cache.beginReset()
+            try cache.finishReset(storeId: storeID, token: 0)
+            return (path, cache)
+        }
+
+        // The apply path: the Watcher in this process, its handler doing nothing.
+        let (_, cache) = try emptyCache("apply-cache.sqlite")
+        var options = Watcher.Options(socketPath: socket)
+        options.sinceNow = true
+        let watcher = Watcher(options: options, cache: cache)
+        let stop = WatchStop()
+        var started = ContinuousClock.now
+        let running = Task { try await watcher.run(stop: stop) { _ in } }
+        while try cache.position()?.token != Int(head) {
+            guard ContinuousClock.now - started < .seconds(300) else { throw ValidationError("the watcher took too long") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let seconds = (ContinuousClock.now - started).inSeconds
+        await stop.request()
+        try await running.value
+        try cache.close()
+
+        // The floor under both: the same pages fetched and decoded by QuakeClient, not applied. The
+        // Watcher asks for page n + 1 once page n is decoded (its nextAfter), so each page's
+        // encoding by quaked and decoding here come one after the other.
+        let connection = try await QuakedConnection.connect(to: socket)
+        started = ContinuousClock.now
+        var after = 0
+        while true {
+            let page = try await connection.fetchHistory(storeId: storeID, after: after, limit: options.pageLimit)
+            after = page.nextAfter
+            if !page.hasMore { break }
+        }
+        let decodeSeconds = (ContinuousClock.now - started).inSeconds
+        await connection.close()
+
+        // quakectl watch, printing every change.
+        let (path, watchCache) = try emptyCache("watch-cache.sqlite")
+        started = ContinuousClock.now
         let watch = try ChildProcess(quakectl, ["watch", "--since", "now", "--cache", path, "--socket", socket])
         defer { watch.signal(SIGTERM) }
-        while try cache.position()?.token != Int(head) {
+        while try watchCache.position()?.token != Int(head) {
             guard watch.isRunning else { throw ValidationError("quakectl watch exited: \(watch.stderr)") }
             guard ContinuousClock.now - started < .seconds(300) else { throw ValidationError("watch took too long") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        let seconds = (ContinuousClock.now - started).inSeconds
-        try cache.close()
+        let watchSeconds = (ContinuousClock.now - started).inSeconds
+        try watchCache.close()
         let script = """
             import sqlite3, sys, time, json, os
             n = int(sys.argv[2])
@@ -251,15 +300,32 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             """
         let peerPath = work.appendingPathComponent("peer-cache.sqlite").path
         let peer = try ChildProcessRun.python(script, arguments: [peerPath, "\(changeCount)"])
-        say("client apply: quakectl watch catching up \(changeCount) changes into its cache")
-        say(String(format: "  quakectl watch: %.2f s, %.0f changes/s", seconds, Double(changeCount) / seconds))
+        let peerRate = Double(peer.changes) / peer.seconds
+        say("client apply: catching up \(changeCount) changes into watch's cache")
+        say(
+            String(
+                format: "  Watcher + QuakeCache (fetch, decode, apply; nothing printed): %.2f s, %.0f changes/s",
+                seconds, Double(changeCount) / seconds))
+        say(
+            String(
+                format: "  FetchHistory fetched and decoded by QuakeClient, not applied: %.2f s, %.0f changes/s",
+                decodeSeconds, Double(changeCount) / decodeSeconds))
+        say(
+            String(
+                format: "  quakectl watch (also printing every change): %.2f s, %.0f changes/s", watchSeconds,
+                Double(changeCount) / watchSeconds))
         say(
             String(
                 format: "  peer: python sqlite3 writing as many rows in one transaction: %.2f s, %.0f rows/s",
-                peer.seconds, Double(peer.changes) / peer.seconds))
+                peer.seconds, peerRate))
+        say(
+            String(
+                format: "  ratio to the peer: apply %.2f, quakectl watch %.2f", Double(changeCount) / seconds / peerRate,
+                Double(changeCount) / watchSeconds / peerRate))
         return Figures.ClientApply(
-            changes: changeCount, seconds: seconds, changesPerSecond: Double(changeCount) / seconds,
-            peerChangesPerSecond: Double(peer.changes) / peer.seconds)
+            changes: changeCount, seconds: watchSeconds, changesPerSecond: Double(changeCount) / watchSeconds,
+            peerChangesPerSecond: peerRate, applySeconds: seconds, applyChangesPerSecond: Double(changeCount) / seconds,
+            decodeChangesPerSecond: Double(changeCount) / decodeSeconds)
     }
 
     private func fanOut(socket: String) throws -> [Figures.FanOut] {
