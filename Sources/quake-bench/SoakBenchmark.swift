@@ -47,8 +47,6 @@ struct SoakBenchmark: AsyncParsableCommand {
     static let revisedPerSecond = 5
     /// The soak's history-max-age: short, so that purges happen within the run.
     static let historyMaxAge = "10m"
-    /// quaked purges at start-up, hourly and after a reload: the soak reloads this often.
-    static let reloadEvery: Duration = .seconds(300)
     /// How often the figures are sampled (the slopes use every sample).
     static let sampleEvery: Duration = .seconds(5)
 
@@ -162,8 +160,7 @@ struct SoakBenchmark: AsyncParsableCommand {
                 "feed: \(events) events at \(server.url(path)), each second \(Self.newPerSecond) new, "
                     + "\(Self.revisedPerSecond) revised, \(Self.newPerSecond) leaving; quaked pulls it every 1s")
             say(
-                "quaked: history-max-age = \(Self.historyMaxAge), a reload (SIGHUP) every \(Int(Self.reloadEvery / .seconds(1)) / 60) min "
-                    + "(quaked purges history at start-up, hourly and after a reload)")
+                "quaked: history-max-age = \(Self.historyMaxAge) (quaked purges every tenth of it, at least every minute)")
             let daemon = try ChildProcess(
                 quaked,
                 [
@@ -208,7 +205,6 @@ struct SoakBenchmark: AsyncParsableCommand {
                     try await onBlockingThread { Self.churn(socket: socket, stop: stop, counter: churn) }
                 }
                 group.addTask {
-                    var nextReload = ContinuousClock.now + Self.reloadEvery
                     var nextReport = ContinuousClock.now
                     let end = started + .seconds(minutes * 60)
                     self.say(
@@ -222,10 +218,6 @@ struct SoakBenchmark: AsyncParsableCommand {
                         if ContinuousClock.now >= nextReport {
                             self.say(Self.line(sample))
                             nextReport = nextReport + .seconds(reportEvery)
-                        }
-                        if ContinuousClock.now >= nextReload {
-                            daemon.signal(SIGHUP)
-                            nextReload = nextReload + Self.reloadEvery
                         }
                         try await Task.sleep(for: min(Self.sampleEvery, max(end - ContinuousClock.now, .zero)))
                     }

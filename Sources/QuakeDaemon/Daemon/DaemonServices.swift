@@ -43,7 +43,9 @@ struct WatchdogPinger: Service {
     }
 }
 
-/// Purges old history and applies event retention, at start-up and then hourly (and after a reload).
+/// Purges old history and applies event retention, at start-up, after a reload, and then every
+/// ``interval(historyMaxAge:eventRetention:)``: hourly, or more often when an age is short, so
+/// that what is kept never outlives its age by more than a tenth of it.
 final class StoreMaintenance: Service, Sendable {
     private let store: QuakeStore
     private let logger: Logger
@@ -68,9 +70,18 @@ final class StoreMaintenance: Service, Sendable {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.runOnce()
-                await self.wakeup.wait(until: .now + .seconds(3600))
+                let (historyMaxAge, _, eventRetention) = self.settings.withLockedValue { $0 }
+                await self.wakeup.wait(
+                    until: .now + Self.interval(historyMaxAge: historyMaxAge, eventRetention: eventRetention))
             }
         }
+    }
+
+    /// How long between two passes: a tenth of the shorter age, at least a minute and at most
+    /// an hour.
+    static func interval(historyMaxAge: Duration, eventRetention: Duration?) -> Duration {
+        let shortest = min(historyMaxAge, eventRetention ?? historyMaxAge)
+        return min(max(shortest / 10, .seconds(60)), .seconds(3600))
     }
 
     func runOnce() async {
