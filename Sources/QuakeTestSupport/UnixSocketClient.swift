@@ -20,18 +20,7 @@ public final class UnixSocketClient: @unchecked Sendable {
     public init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let result = withUnixAddress(path) { connect(fd, $0, $1) }
         guard result == 0 else {
             // No close here: a class whose stored properties are all set runs its deinit when
             // its init throws, and that closes the socket. Closing it here as well closed the
@@ -112,6 +101,33 @@ public final class UnixSocketClient: @unchecked Sendable {
         }
         return decoded
     }
+}
+
+/// Calls `body` with the `sockaddr_un` of `path` (cut to what fits) and its length.
+public func withUnixAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        let bytes = Array(path.utf8.prefix(raw.count - 1))
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
+/// A Unix socket of `type` (SOCK_STREAM, SOCK_DGRAM) bound at `path` (an old file there is
+/// removed first); its descriptor.
+public func boundUnixSocket(_ path: String, type: Int32) throws -> Int32 {
+    unlink(path)
+    let fd = socket(AF_UNIX, type, 0)
+    guard fd >= 0, withUnixAddress(path, { bind(fd, $0, $1) }) == 0 else {
+        let failure = String(cString: strerror(errno))
+        if fd >= 0 { close(fd) }
+        throw UnixSocketClient.Failure(description: "bind \(path): \(failure)")
+    }
+    return fd
 }
 
 /// Runs blocking work (socket reads that wait on a server) on a Dispatch thread, off Swift's

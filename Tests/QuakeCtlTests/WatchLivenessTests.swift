@@ -66,21 +66,8 @@ extension ClientEndToEnd {
         final class BlackHole: @unchecked Sendable {
             let fd: Int32
             init(path: String) throws {
-                unlink(path)
-                fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_un()
-                address.sun_family = sa_family_t(AF_UNIX)
-                withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                    let bytes = Array(path.utf8.prefix(raw.count - 1))
-                    raw.copyBytes(from: bytes)
-                    raw[bytes.count] = 0
-                }
-                let bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                    }
-                }
-                guard bound == 0, listen(fd, 64) == 0 else { throw TestFailure("black hole at \(path): errno \(errno)") }
+                fd = try boundUnixSocket(path, type: Int32(SOCK_STREAM.rawValue))
+                guard listen(fd, 64) == 0 else { throw TestFailure("listen \(path): errno \(errno)") }
             }
             deinit { close(fd) }
         }
@@ -95,20 +82,7 @@ extension ClientEndToEnd {
 
             init(path: String) throws {
                 self.path = path
-                fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-                var address = sockaddr_un()
-                address.sun_family = sa_family_t(AF_UNIX)
-                withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                    let bytes = Array(path.utf8.prefix(raw.count - 1))
-                    raw.copyBytes(from: bytes)
-                    raw[bytes.count] = 0
-                }
-                let bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                    }
-                }
-                guard bound == 0 else { throw TestFailure("notify socket at \(path): errno \(errno)") }
+                fd = try boundUnixSocket(path, type: Int32(SOCK_DGRAM.rawValue))
                 Thread.detachNewThread { [self] in
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     while lock.withLock({ open }) {
