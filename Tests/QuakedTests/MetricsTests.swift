@@ -139,8 +139,8 @@ extension EndToEnd {
                         metrics.value(calls, ["method": "unknown", "error": "org.varlink.service.MethodNotFound"]) == 1)
                     #expect(metrics.value(calls, ["method": "io.quaked.Metrics", "error": "none"]) ?? 0 >= 1)
 
-                    // The client catches up; then it goes away: its Subscribe ends at the next
-                    // heartbeat, as a disconnection.
+                    // The client catches up; then it goes away: its Subscribe ends with the
+                    // connection, as a disconnection.
                     let ack = try await daemon.call("io.quaked.Acknowledge", ["client": "metrics-test", "token": 3])
                     #expect(ack["error"] == nil, "\(ack)")
                     metrics = try await Self.metrics(daemon)

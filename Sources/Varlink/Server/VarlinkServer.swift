@@ -288,6 +288,9 @@ public final class VarlinkServer: Sendable {
                 outcome.method = nil
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
+            // A call cancelled because its connection closed (a Subscribe whose client went
+            // away ends quietly) was cut short by the disconnection, not answered.
+            if Task.isCancelled { outcome.error = CallOutcome.disconnected }
         } catch let error as VarlinkParameterError {
             outcome.error = OrgVarlinkService.InvalidParameter.name
             try await respond(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter))))
