@@ -132,7 +132,10 @@ func feedPart() -> String {
     for f in fields where f.origin == .property {
         s += "    static let \(f.identifier): UInt64 = 0x\(String(f.keyCode, radix: 16))  // \"\(f.name)\"\n"
     }
-    s += "}\n\n"
+    s += "\n    /// Every code with its key (the fuzz targets check the decoder's packing against them).\n"
+    s += "    static let all: [(code: UInt64, key: String)] = [\n"
+    for f in fields where f.origin == .property { s += "        (\(f.identifier), \"\(f.name)\"),\n" }
+    s += "    ]\n}\n\n"
     s += """
         extension JSONReader {
             /// Decodes the value of property `key` into `f`, strictly by the field's kind (a wrong

@@ -149,18 +149,16 @@ func checkNumber(_ r: JSONReader, _ n: NumberToken, _ text: String) {
     )
 }
 
-/// FeatureDecoder's key codes and the keys they stand for.
+/// FeatureDecoder's key codes and the keys they stand for: the format's own, and the quake
+/// record's properties (FieldKey, generated from QuakeModel's declaration).
 enum KeyCodes {
-    static let all: [(code: UInt64, key: String)] = [
-        (Key.id, "id"), (Key.type, "type"), (Key.geometry, "geometry"), (Key.properties, "properties"),
-        (Key.coordinates, "coordinates"), (Key.generated, "generated"), (Key.mag, "mag"), (Key.place, "place"),
-        (Key.time, "time"), (Key.updated, "updated"), (Key.tz, "tz"), (Key.url, "url"), (Key.detail, "detail"),
-        (Key.felt, "felt"), (Key.cdi, "cdi"), (Key.mmi, "mmi"), (Key.alert, "alert"), (Key.status, "status"),
-        (Key.tsunami, "tsunami"), (Key.sig, "sig"), (Key.net, "net"), (Key.code, "code"), (Key.ids, "ids"),
-        (Key.sources, "sources"), (Key.types, "types"), (Key.nst, "nst"), (Key.dmin, "dmin"), (Key.rms, "rms"),
-        (Key.gap, "gap"), (Key.magType, "magType"), (Key.title, "title"), (Key.features, "features"),
-        (Key.metadata, "metadata"), (Key.api, "api"), (Key.count, "count"),
-    ]
+    static let all: [(code: UInt64, key: String)] =
+        [
+            (Key.id, "id"), (Key.type, "type"), (Key.geometry, "geometry"), (Key.properties, "properties"),
+            (Key.coordinates, "coordinates"), (Key.generated, "generated"), (Key.time, "time"), (Key.url, "url"),
+            (Key.status, "status"), (Key.ids, "ids"), (Key.title, "title"), (Key.features, "features"),
+            (Key.metadata, "metadata"), (Key.api, "api"), (Key.count, "count"),
+        ] + FieldKey.all
 }
 
 /// A key's code stands for that key and no other.
