@@ -7,8 +7,8 @@ import NIOConcurrencyHelpers
 ///
 /// A session is alive while either holds:
 /// - the cache is at the newest head quaked announced, and quaked spoke (a reply, a change or a
-///   heartbeat) within ``silence``;
-/// - the cache's position moved within ``stallLimit``.
+///   heartbeat) within ``limit``;
+/// - the cache's position moved within ``limit``.
 ///
 /// A delivery in progress (`--exec`'s command, bounded by its own timeout) pauses the stall
 /// clock; between sessions (quaked unreachable, retrying with backoff) the watch is alive, as
@@ -43,18 +43,15 @@ public final class WatchHealth: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
-    /// How long quaked may say nothing at all.
-    public let silence: Duration
-    /// How long the position may stand still while the head is ahead of it.
-    public let stallLimit: Duration
+    /// How long quaked may say nothing at all, and how long the position may stand still while
+    /// the head is ahead of it.
+    public let limit: Duration
 
     /// `heartbeatSeconds`: the heartbeat the watch asks quaked for. quaked may be silent for
     /// three heartbeats (and 5 s) before the watch gives up on the connection, and the cache may
     /// stand behind the head for as long.
     public init(heartbeatSeconds: Int) {
-        let limit = Duration.seconds(heartbeatSeconds * 3 + 5)
-        self.silence = limit
-        self.stallLimit = limit
+        limit = .seconds(heartbeatSeconds * 3 + 5)
     }
 
     /// A session starts: connecting, before the first reply.
@@ -118,8 +115,8 @@ public final class WatchHealth: Sendable {
     public func stall(now: ContinuousClock.Instant = .now) -> Stall? {
         state.withLockedValue { state in
             guard state.inSession, !state.delivering else { return nil }
-            if now - state.heard > silence { return .silent(now - state.heard) }
-            if state.head > state.position, now - state.progressed > stallLimit {
+            if now - state.heard > limit { return .silent(now - state.heard) }
+            if state.head > state.position, now - state.progressed > limit {
                 return .noProgress(now - state.progressed, position: state.position, head: state.head)
             }
             return nil

@@ -290,9 +290,10 @@ public struct Watcher: Sendable {
         guard let first = try await events.next() else { throw VarlinkConnectionError.closed }
         context.health.heard(head: first.headToken)
         do { try await connected() } catch { throw HandlerError(underlying: error) }
+        // The cache's position as the session starts, read once for both decisions below.
+        let position = try await cache.position()
         if start == .undecided {
             if options.sinceNow {
-                let position = try await cache.position()
                 let usable = position.map { $0.storeId == first.storeId && $0.filter == options.filter?.key } ?? false
                 start = usable ? .resuming : .backlogThrough(first.headToken)
             } else {
@@ -300,7 +301,7 @@ public struct Watcher: Sendable {
             }
         }
         // A cache kept with the same filter: its newest quakes are the ones to show first.
-        if let position = try await cache.position(), position.filter == options.filter?.key {
+        if let position, position.filter == options.filter?.key {
             try await sendRecent(context)
         }
         try await catchUp(requests, storeId: first.storeId, head: first.headToken, start: &start, context: context)

@@ -14,9 +14,9 @@ import Testing
 /// starts at quaked's head.
 extension ClientEndToEnd {
     @Suite struct StartPositionTests {
-        /// A quake below M 3 that a revision can lift into `--min-mag 4`.
+        /// Quakes below M 3 (DigestTests' choice) that a revision can lift into `--min-mag 4`.
         static func smallQuakes(_ daemon: Quaked, _ count: Int) throws -> [FeedFeature] {
-            let quakes = Array(try daemon.withStore { try $0.allQuakes() }.filter { ($0.mag ?? 9) < 3 }.prefix(count))
+            let quakes = try DigestTests.smallQuakes(daemon, count)
             try #require(quakes.count == count)
             return quakes
         }
