@@ -455,8 +455,17 @@ extension EndToEnd {
                 #expect(try a.call("io.quaked.GetStatus")["parameters"] != nil)
                 #expect(try b.call("io.quaked.GetStatus")["parameters"] != nil)
                 let c = try UnixSocketClient(path: daemon.socketPath)
+                // However late its call comes, the refused client reads the error as its reply,
+                // never a broken pipe (CI saw one when the refusal came unprompted at once).
+                try await Task.sleep(for: .milliseconds(300))
                 let refused = try c.call("io.quaked.GetStatus")
                 #expect(refused["error"] as? String == "io.quaked.TooManyConnections")
+                #expect(try c.receive() == nil)  // closed
+                // A client that sends nothing is told unprompted, and closed.
+                let silent = try UnixSocketClient(path: daemon.socketPath)
+                let told = try #require(try silent.receive(timeout: .seconds(5)))
+                #expect(told.contains("io.quaked.TooManyConnections"))
+                #expect(try silent.receive() == nil)
                 _ = (a, b)
                 #expect(try await daemon.stop() == 0)
             }

@@ -31,7 +31,8 @@ public final class VarlinkServer: Sendable {
         public var maxMessageSize = 1 << 20
         /// How long a started message may take to end with its NUL.
         public var messageDeadline: TimeAmount = .seconds(10)
-        /// Connections served at once; one more is answered `tooManyConnections` and closed.
+        /// Connections served at once; one more has its first call (or, after a second of silence,
+        /// nothing) answered `tooManyConnections` and is closed.
         public var maxConnections = 4096
         /// A client whose socket does not take a reply within this time is disconnected: a client
         /// that stopped reading holds no memory and no task for longer.
@@ -220,6 +221,15 @@ public final class VarlinkServer: Sendable {
                     return true
                 }
                 guard admitted else {
+                    // The refusal is the reply to the client's first call, so a client that sends
+                    // at once reads it rather than a broken pipe; one that sends nothing for a
+                    // second gets it unprompted. Either way the connection is closed after it.
+                    try? await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { for try await _ in inbound { return } }
+                        group.addTask { try await Task.sleep(for: .seconds(1)) }
+                        _ = try await group.next()
+                        group.cancelAll()
+                    }
                     try await write(ByteBuffer(bytes: limitReplies.tooManyConnections(limits.maxConnections)))
                     return
                 }
