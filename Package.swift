@@ -216,14 +216,54 @@ let package = Package(
             name: "VarlinkTests",
             dependencies: [
                 "Varlink",
-                "VarlinkIDL",
                 "QuakeProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
+            ]
+        ),
+        .testTarget(
+            name: "VarlinkIDLTests",
+            dependencies: ["VarlinkIDL", "Varlink", "QuakeProtocol"],
             // Interface files the parser tests read.
             resources: [.copy("Interfaces")]
+        ),
+        .testTarget(
+            name: "QuakeProtocolTests",
+            dependencies: ["QuakeProtocol", "VarlinkIDL", "Varlink"]
+        ),
+        .testTarget(
+            name: "QuakeSystemdTests",
+            dependencies: ["QuakeSystemd"]
+        ),
+        .testTarget(
+            name: "QuakeMapTests",
+            dependencies: ["QuakeMap"]
+        ),
+        .testTarget(
+            name: "QuakeClientTests",
+            dependencies: [
+                "QuakeClient", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "QuakePostgresTests",
+            dependencies: ["QuakePostgres", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport"]
+        ),
+        .testTarget(
+            name: "QuakeModelCheckTests",
+            dependencies: ["QuakeModelCheck", "QuakeFeed", "QuakeTestSupport"]
+        ),
+        // The test doubles themselves: the HTTP server that misbehaves on purpose and the FDSN service.
+        .testTarget(
+            name: "QuakeTestSupportTests",
+            dependencies: [
+                "QuakeTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "QuakeModelTests",

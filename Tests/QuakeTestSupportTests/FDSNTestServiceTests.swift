@@ -7,7 +7,7 @@ import Testing
 
 /// The FDSN event service test double, over real HTTP on 127.0.0.1, checked against an independent
 /// reading of the fixture feeds (Foundation's JSONSerialization, through `FeedDocument`).
-extension EndToEnd {
+extension TestDoubles {
     @Suite struct FDSNTestServiceTests {
         /// A catalogue search answer: 4312 events of 2019 in the contiguous US, M2.5+.
         static let query = Fixtures.usgs("heltond__earthquakes__query.geojson")

@@ -6,7 +6,7 @@ import QuakeTestSupport
 import Testing
 
 /// Real AsyncHTTPClient requests against the real `FeedTestServer`.
-extension EndToEnd {
+extension TestDoubles {
     @Suite struct TestHTTPServerTests {
         static let fixture = Fixtures.usgs("abruzzi__earthquake-viz__all_day.geojson")
 

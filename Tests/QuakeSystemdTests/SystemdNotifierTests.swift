@@ -1,0 +1,36 @@
+import Glibc
+import QuakeSystemd
+import Testing
+
+/// The notifier on its own. What systemd receives from quaked and quakectl, through a real
+/// NOTIFY_SOCKET, is checked end to end by QuakedTests' SystemdTests and QuakeCtlTests'
+/// WatchLivenessTests (the variable is per process, so it is set only for children there).
+@Suite struct SystemdNotifierTests {
+    @Test func outsideSystemdEveryNotificationIsANoOpThatSaysSo() throws {
+        // swift test does not run as a notify service; if it ever does, this says why it failed.
+        try #require(getenv("NOTIFY_SOCKET") == nil, "the tests run with NOTIFY_SOCKET set")
+        let notifier = SystemdNotifier()
+        #expect(!notifier.isEnabled)
+        #expect(notifier.watchdogInterval == nil)
+        #expect(!notifier.ready())
+        #expect(!notifier.status("two\nlines"))
+        #expect(!notifier.watchdog())
+        #expect(!notifier.reloading())
+        #expect(!notifier.stopping())
+    }
+
+    @Test func monotonicMicrosecondsIsClockMonotonicInMicroseconds() throws {
+        func clock() -> UInt64 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+        }
+        let before = clock()
+        let first = SystemdNotifier.monotonicMicroseconds()
+        usleep(20_000)
+        let second = SystemdNotifier.monotonicMicroseconds()
+        let after = clock()
+        #expect(before <= first && second <= after)
+        #expect(second - first >= 20_000, "a 20 ms sleep is at least 20,000 µs")
+    }
+}

@@ -1,0 +1,4 @@
+import Testing
+
+/// The suites of the test doubles: real servers, one test at a time, as QuakedTests' EndToEnd.
+@Suite(.serialized) struct TestDoubles {}
