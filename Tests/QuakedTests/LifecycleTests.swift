@@ -104,6 +104,9 @@ extension EndToEnd {
                 #expect(reply["error"] as? String == "io.quaked.ReloadFailed")
                 let reason = (reply["parameters"] as? [String: Any])?["reason"] as? String ?? ""
                 #expect(reason.contains("interval") && reason.contains(":2"), "\(reason)")
+                #expect((reply["parameters"] as? [String: Any])?["place"] as? String == config.path + ":2", "\(reply)")
+                #expect(
+                    daemon.process.stderr.contains("config.place=\(config.path):2"), "the log names the place as a field")
                 daemon.process.signal(SIGHUP)
                 try await waitUntil(timeout: .seconds(10)) {
                     daemon.process.stderr.components(separatedBy: "reload rejected").count >= 3

@@ -19,7 +19,8 @@ import Varlink
         report.bytes = 1234
         report.durationMs = 250
         metrics.recordPull(feed: feed.name, result: .imported(report, httpStatus: 200), duration: .milliseconds(600))
-        metrics.recordPull(feed: feed.name, result: .failed("boom"), duration: .milliseconds(40))
+        metrics.recordPull(
+            feed: feed.name, result: .failed(QuakedError(kind: .transport, message: "boom")), duration: .milliseconds(40))
         metrics.recordTransactions([
             TransactionSummary(token: 1, author: .import, inserted: 10, updated: 2, deleted: 1),
             TransactionSummary(token: 2, author: .delete, inserted: 0, updated: 0, deleted: 3),

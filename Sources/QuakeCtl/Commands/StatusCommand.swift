@@ -51,6 +51,10 @@ public struct StatusCommand: AsyncParsableCommand {
             if let attempt = feed.lastAttempt {
                 var line = "    last pull \(when(attempt)): \(feed.lastResult.map(Self.describe) ?? "running")"
                 var details: [String] = []
+                // The kind of a failure, unless its HTTP status says it.
+                if feed.lastResult == .failed, let kind = feed.errorKind, feed.httpStatus == nil {
+                    details.append(kind)
+                }
                 if let code = feed.httpStatus { details.append("HTTP \(code)") }
                 if let ms = feed.durationMs { details.append(Formatting.duration(ms: ms)) }
                 if !details.isEmpty { line += " (\(details.joined(separator: ", ")))" }
@@ -66,6 +70,9 @@ public struct StatusCommand: AsyncParsableCommand {
                         "    " + style.paint("error: \(error)", .red)
                         + (feed.consecutiveFailures > 1 ? " (\(feed.consecutiveFailures) failures in a row)" : "")
                         + "\n"
+                }
+                if let retryAfter = feed.retryAfter, feed.lastResult == .failed {
+                    out += "    the server asked for no pull before \(when(retryAfter)) (Retry-After)\n"
                 }
                 if let success = feed.lastSuccess, feed.lastResult == .failed {
                     out += "    last success \(when(success))\n"

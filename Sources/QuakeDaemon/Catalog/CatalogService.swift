@@ -219,7 +219,7 @@ extension FeedPuller {
                     return try await self.exchange(url, headers: requestHeaders, deadline: deadline) { response, _ in
                         try await take(response)
                     }
-                } catch let error as PullError {
+                } catch let error as QuakedError {
                     throw CatalogFailure.transient(error.message, retryAfter: error.retryAfter)
                 }
             }

@@ -106,10 +106,19 @@ extension IOQuaked.FeedStatus {
             lastSuccess: status.lastSuccess.map(Self.milliseconds), lastResult: status.lastResult.map(IOQuaked.PullResult.init),
             httpStatus: status.httpStatus, durationMs: status.durationMs, lastError: status.lastError,
             consecutiveFailures: status.consecutiveFailures, nextPull: status.nextPull.map(Self.milliseconds),
-            lastImport: status.lastReport.map(IOQuaked.ImportCounts.init))
+            lastImport: status.lastReport.map(IOQuaked.ImportCounts.init), errorKind: status.failure?.kind.rawValue,
+            retryAfter: status.failure?.retryAfter.map(Self.milliseconds))
     }
 
     static func milliseconds(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+}
+
+extension IOQuaked.ReloadFailed {
+    /// A rejected configuration: its reason in words and, when known, where the value found
+    /// wrong was set.
+    init(_ error: QuakedError) {
+        self.init(reason: error.description, place: error.place)
+    }
 }
 
 extension IOQuaked.RefreshResult {
@@ -119,7 +128,7 @@ extension IOQuaked.RefreshResult {
         switch result {
         case .imported(let report, _): counts = IOQuaked.ImportCounts(report)
         case .notModified: break
-        case .failed(let reason): error = reason
+        case .failed(let failure): error = failure.description
         }
         self.init(feed: status.name, result: IOQuaked.PullResult(result), counts: counts, error: error)
     }

@@ -221,7 +221,7 @@ public struct QuakedService: IOQuaked.Service {
         do {
             try await reloader.reload()
         } catch {
-            throw IOQuaked.ReloadFailed(reason: "\(error)")
+            throw IOQuaked.ReloadFailed(QuakedError(error))
         }
         try await call.reply(.init())
     }

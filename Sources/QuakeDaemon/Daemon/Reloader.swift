@@ -46,7 +46,7 @@ public final class Reloader: Sendable {
         do {
             new = try loader.load()
         } catch {
-            logger.error("reload rejected; the running configuration stays", metadata: ["error": "\(error)"])
+            logger.error("reload rejected; the running configuration stays", metadata: QuakedError(error).logMetadata)
             throw error
         }
         let old = current.withLockedValue { state in

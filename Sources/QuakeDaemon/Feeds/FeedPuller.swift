@@ -71,10 +71,10 @@ public struct FeedPuller: Sendable {
         return configuration
     }
 
-    /// Pulls `feed` into `store`. Throws ``PullError`` (or ``ImportError`` for a body that fails to
-    /// import). The whole pull, body included, is bounded by ``Limits/totalTimeout``: a server that
-    /// stalls mid-body is abandoned and the import rolls back. Features older than `expiringBefore`
-    /// (event retention) are left out (see ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:produce:)``).
+    /// Pulls `feed` into `store`. Throws ``QuakedError`` (its message ends in "the store is
+    /// unchanged"). The whole pull, body included, is bounded by ``Limits/totalTimeout``: a server
+    /// that stalls mid-body is abandoned and the import rolls back. Features older than
+    /// `expiringBefore` (event retention) are left out (see ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:produce:)``).
     public func pull(
         _ feed: FeedSource, into store: QuakeStore, validators: Validators = .init(), expiringBefore: Date? = nil,
         now: Date = Date()
@@ -85,11 +85,19 @@ public struct FeedPuller: Sendable {
                 try await self.pullUnbounded(
                     feed, into: store, validators: validators, expiringBefore: expiringBefore, now: now)
             }
-        } catch is TimedOut {
-            throw PullError(
+        } catch let error as TimedOut {
+            throw QuakedError(
                 kind: .transport,
                 message:
-                    "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout)")
+                    "pulling \(feed.url.absoluteString) failed: it took longer than the total timeout of \(timeout); the store is unchanged",
+                cause: error)
+        } catch let error as QuakedError {
+            var unchanged = error
+            unchanged.message += "; the store is unchanged"
+            throw unchanged
+        } catch {
+            // The importer's errors already say that the store is unchanged.
+            throw QuakedError(error)
         }
     }
 
@@ -143,9 +151,9 @@ public struct FeedPuller: Sendable {
             do {
                 try await store.recordNotModified(url: url, validators: newValidators, now: now)
             } catch {
-                throw PullError(
-                    kind: .transport, message: "the server answered 304, but SQLite refused to record it: \(error)",
-                    httpStatus: 304)
+                throw QuakedError(
+                    kind: .storage, message: "the server answered 304, but SQLite refused to record it: \(error)",
+                    httpStatus: 304, cause: error)
             }
             return Outcome(httpStatus: 304, report: nil, validators: newValidators, freshUntil: freshUntil)
         default:
@@ -156,14 +164,14 @@ public struct FeedPuller: Sendable {
                     ? "the proxy asked for credentials (407 Proxy Authentication Required) (the proxy \(proxy) from \(proxy.variable))"
                     : message + " (through the proxy \(proxy) from \(proxy.variable))"
             }
-            throw PullError(
+            throw QuakedError(
                 kind: .httpStatus, message: message, httpStatus: Int(response.status.code),
                 retryAfter: Self.retryAfter(response.headers, now: now))
         }
         if let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
             response.headers.first(name: "Content-Encoding") == nil, length > limits.maxBytes
         {
-            throw PullError(
+            throw QuakedError(
                 kind: .tooLarge, message: "the feed is \(length) bytes, over the maximum of \(limits.maxBytes)",
                 httpStatus: 200)
         }
@@ -177,7 +185,7 @@ public struct FeedPuller: Sendable {
                 source: url, maxBytes: limits.maxBytes, expiringBefore: expiringBefore,
                 feed: ImportedFeed(url: url, validators: newValidators), produce: response.streamBody)
         } catch let error as ImportError where error.kind == .source {
-            throw PullError(transport: error, url: feed.url, httpStatus: 200, proxy: proxy)
+            throw QuakedError(transport: error, url: feed.url, httpStatus: 200, proxy: proxy)
         }
         return Outcome(httpStatus: 200, report: report, validators: newValidators, freshUntil: freshUntil)
     }
@@ -224,7 +232,7 @@ public struct FeedPuller: Sendable {
                 do {
                     response = try await client.execute(request, deadline: deadline)
                 } catch {
-                    throw PullError(transport: error, url: url, proxy: route.proxy)
+                    throw QuakedError(transport: error, url: url, proxy: route.proxy)
                 }
                 let body = response.body
                 let feedResponse = FeedResponse(status: response.status, headers: response.headers) { consume in
@@ -259,7 +267,7 @@ public struct FeedPuller: Sendable {
                 } catch let taken as Taken {
                     throw taken.error
                 } catch {
-                    throw PullError(transport: error, url: url, proxy: proxy)
+                    throw QuakedError(transport: error, url: url, proxy: proxy)
                 }
                 switch step {
                 case .done(let result): return result
@@ -267,7 +275,7 @@ public struct FeedPuller: Sendable {
                 }
             }
         }
-        throw PullError(
+        throw QuakedError(
             kind: .transport,
             message: "pulling \(url.absoluteString) failed: more than \(Self.maxRedirects) redirects")
     }
@@ -305,30 +313,9 @@ enum HTTPDate {
     }
 }
 
-/// Why a pull failed. The store is untouched.
-public struct PullError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Codable {
-        /// DNS, connection refused, TLS, timeout, connection lost.
-        case transport
-        /// A status other than 200 or 304.
-        case httpStatus = "http-status"
-        /// Content-Length over the maximum feed size.
-        case tooLarge = "too-large"
-    }
-
-    public var kind: Kind
-    public var message: String
-    public var httpStatus: Int?
-    /// When the server asked us to come back (429/503 `Retry-After`).
-    public var retryAfter: Date?
-
-    public init(kind: Kind, message: String, httpStatus: Int? = nil, retryAfter: Date? = nil) {
-        self.kind = kind
-        self.message = message
-        self.httpStatus = httpStatus
-        self.retryAfter = retryAfter
-    }
-
+extension QuakedError {
+    /// A request that got no usable answer (or a body that stopped coming), in words: the HTTP
+    /// client's error said plainly, a proxy named (never its password).
     init(transport error: any Error, url: URL, httpStatus: Int? = nil, proxy: ProxyServer? = nil) {
         var reason: String
         if let error = error as? HTTPClientError {
@@ -355,8 +342,8 @@ public struct PullError: Error, Sendable, CustomStringConvertible {
             }
             reason += " (through the proxy \(proxy) from \(proxy.variable))"
         }
-        self.init(kind: .transport, message: "pulling \(url.absoluteString) failed: \(reason)", httpStatus: httpStatus)
+        self.init(
+            kind: .transport, message: "pulling \(url.absoluteString) failed: \(reason)", httpStatus: httpStatus,
+            cause: error)
     }
-
-    public var description: String { message + "; the store is unchanged" }
 }

@@ -105,7 +105,9 @@ public final class FeedScheduler: Service, Sendable {
             }
             // Refreshes waiting on a feed that is gone get an answer rather than hang.
             for (name, runtime) in state.feeds where feeds[name] == nil {
-                runtime.waiters.forEach { $0.resume(returning: .failed("the feed was removed by a reload")) }
+                runtime.waiters.forEach {
+                    $0.resume(returning: .failed(QuakedError(kind: .cancelled, message: "the feed was removed by a reload")))
+                }
             }
             state.feeds = feeds
         }
@@ -147,7 +149,7 @@ public final class FeedScheduler: Service, Sendable {
                 return true
             }
             if !accepted {
-                continuation.resume(returning: .failed("quaked is shutting down"))
+                continuation.resume(returning: .failed(Self.shuttingDown))
             }
         }
     }
@@ -162,8 +164,10 @@ public final class FeedScheduler: Service, Sendable {
             defer { for name in state.feeds.keys { state.feeds[name]!.waiters = [] } }
             return state.feeds.values.flatMap(\.waiters)
         }
-        waiters.forEach { $0.resume(returning: .failed("quaked is shutting down")) }
+        waiters.forEach { $0.resume(returning: .failed(Self.shuttingDown)) }
     }
+
+    private static let shuttingDown = QuakedError(kind: .cancelled, message: "quaked is shutting down")
 
     /// Runs one loop per feed of the current plan; starts over when the plan changes.
     private func runPlans() async {
@@ -218,8 +222,6 @@ public final class FeedScheduler: Service, Sendable {
         let result: PullResult
         var delay: Duration
         var newValidators = validators
-        var failureReason: String?
-        var retryAfter: Duration?
         do {
             var metadata: Logger.Metadata = ["feed.url": "\(feed.url.absoluteString)"]
             if let proxy = puller.clients.route(for: feed.url).proxy { metadata["feed.proxy"] = "\(proxy)" }
@@ -232,15 +234,11 @@ public final class FeedScheduler: Service, Sendable {
             let freshFor = outcome.freshUntil.map { Duration.milliseconds(Int64($0.timeIntervalSinceNow * 1000)) }
             delay = policy.delayAfterSuccess(freshFor: freshFor)
         } catch {
+            var failure = QuakedError(error)
             if Task.isCancelled {
-                result = .failed("cancelled: quaked is stopping")
-            } else {
-                result = .failed("\(error)")
+                failure = QuakedError(kind: .cancelled, message: "cancelled: quaked is stopping", cause: error)
             }
-            failureReason = "\(error)"
-            if let error = error as? PullError, let date = error.retryAfter {
-                retryAfter = .milliseconds(Int64(max(0, date.timeIntervalSinceNow) * 1000))
-            }
+            result = .failed(failure)
             delay = .zero
         }
         let elapsed = ContinuousClock.now - started
@@ -258,19 +256,19 @@ public final class FeedScheduler: Service, Sendable {
             case .notModified:
                 runtime.status.lastResult = .notModified
                 runtime.status.httpStatus = 304
-            case .failed:
+            case .failed(let failure):
                 runtime.status.lastResult = .failed
+                runtime.status.failure = failure
+                runtime.status.httpStatus = failure.httpStatus
             }
             if result.isSuccess {
                 runtime.status.lastSuccess = Date()
-                runtime.status.lastError = nil
+                runtime.status.failure = nil
                 runtime.status.consecutiveFailures = 0
                 runtime.validators = newValidators
                 runtime.notBefore = nil
             } else {
-                runtime.status.lastError = failureReason
                 runtime.status.consecutiveFailures += 1
-                runtime.status.httpStatus = nil
             }
             let waiters = runtime.waiters
             runtime.waiters = []
@@ -281,16 +279,15 @@ public final class FeedScheduler: Service, Sendable {
             state.feeds[feed.name] = runtime
             return (runtime.status, waiters, failures, previousFailures)
         }
-        if !result.isSuccess {
+        if case .failed(let failure) = result {
+            let retryAfter = failure.retryAfter.map { Duration.milliseconds(Int64(max(0, $0.timeIntervalSinceNow) * 1000)) }
             delay = policy.delayAfterFailure(failures, retryAfter: retryAfter)
             // Logged once when a feed starts failing; repeats go to debug until it recovers.
             let level: Logger.Level = failures == 1 ? .warning : .debug
-            var metadata: Logger.Metadata = [
-                "error": "\(failureReason ?? "")", "feed.failures": "\(failures)",
-                "retry.in": "\(delay.timeInterval)s",
-            ]
+            var metadata = failure.logMetadata
+            metadata["feed.failures"] = "\(failures)"
+            metadata["retry.in"] = "\(delay.timeInterval)s"
             if let retryAfter, retryAfter > policy.retryAfterMax {
-                metadata["retry.after"] = "\(retryAfter.timeInterval)s"
                 metadata["retry.after_max"] = "\(policy.retryAfterMax.timeInterval)s"
             }
             logger.log(level: level, "pull failed", metadata: metadata)
