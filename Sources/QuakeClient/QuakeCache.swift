@@ -12,23 +12,6 @@ import Varlink
 /// replaced store) streams the snapshot into a staging table, page by page, and swaps it in with
 /// the new position in one final transaction: until then the old cache stays whole.
 public struct QuakeCache: Sendable {
-    /// Where the cache is, and which store and token its rows are as of.
-    public struct Position: Sendable, Hashable {
-        public var storeId: String
-        public var token: Int
-        /// When the cache last changed (ms since the epoch).
-        public var appliedAt: Int64
-        /// The filter the rows were selected with (``FilterKey``), nil for every quake.
-        public var filter: String?
-
-        public init(storeId: String, token: Int, appliedAt: Int64, filter: String?) {
-            self.storeId = storeId
-            self.token = token
-            self.appliedAt = appliedAt
-            self.filter = filter
-        }
-    }
-
     public let path: String
     let writer: any DatabaseWriter
 
@@ -119,14 +102,24 @@ public struct QuakeCache: Sendable {
         try writer.close()
     }
 
-    /// The store and token the rows are as of; `nil` for a cache never filled.
-    public func position() throws -> Position? {
+    /// The store, token and filter the rows are as of; `nil` for a cache never filled.
+    public func position() throws -> WatchPosition? {
         try writer.read { db in try Self.position(db) }
     }
 
-    private static func position(_ db: Database) throws -> Position? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT storeId, token, appliedAt, filter FROM position")).map {
-            Position(storeId: $0["storeId"], token: $0["token"], appliedAt: $0["appliedAt"], filter: $0["filter"])
+    /// The position and when the cache last changed (ms since the epoch), read together; `nil`
+    /// for a cache never filled.
+    public func positionAndAppliedAt() throws -> (position: WatchPosition, appliedAt: Int64)? {
+        try writer.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT storeId, token, appliedAt, filter FROM position")).map {
+                (WatchPosition(storeId: $0["storeId"], token: $0["token"], filter: $0["filter"]), $0["appliedAt"])
+            }
+        }
+    }
+
+    private static func position(_ db: Database) throws -> WatchPosition? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT storeId, token, filter FROM position")).map {
+            WatchPosition(storeId: $0["storeId"], token: $0["token"], filter: $0["filter"])
         }
     }
 
@@ -155,12 +148,16 @@ public struct QuakeCache: Sendable {
     /// `watch` first delivers a transaction (prints it, runs its command), then applies it: a stop
     /// between the two delivers it again on the next run, never not at all.
     ///
-    /// `outbox`: changes whose command runs later (`--batch`, `--quiet-hours`), queued in the same
-    /// SQLite transaction, so a change is queued exactly when it is applied.
     @discardableResult
-    public func apply(
-        _ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry] = []
-    ) throws -> Bool {
+    public func apply(_ transaction: IOQuaked.Transaction, storeId: String) throws -> Bool {
+        try apply(transaction, storeId: storeId, outbox: [])
+    }
+
+    /// ``apply(_:storeId:)``, queuing `outbox` in the same SQLite transaction: `watch --exec`'s
+    /// changes whose command runs later (`--batch`, `--quiet-hours`), so a change is queued
+    /// exactly when it is applied. The outbox is this cache's own: other caches have none.
+    @discardableResult
+    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry]) throws -> Bool {
         let now = Date()
         return try writer.write { db in
             guard let position = try Self.position(db), position.storeId == storeId,

@@ -90,8 +90,6 @@ public struct Watcher: Sendable {
         public var filter: IOQuaked.Filter?
         /// Report the newest this many quakes once, when the watch starts (``WatchEvent/recent(_:)``).
         public var lastCount: Int?
-        /// Changes to queue in the cache's outbox with each applied transaction (``Outbox``).
-        public var outbox: Outbox?
 
         public init(endpoint: QuakedEndpoint) {
             self.endpoint = endpoint
@@ -105,8 +103,9 @@ public struct Watcher: Sendable {
     public typealias Handler = @Sendable (WatchEvent) async throws -> Void
 
     /// `watch --exec` with `--batch` or `--quiet-hours`: after a transaction is reported, the
-    /// entries `entries` makes of it are queued in the cache's outbox in the SQLite transaction
-    /// that applies it; then `queued` is called when there were any.
+    /// entries `entries` makes of it are queued in the ``QuakeCache``'s outbox in the SQLite
+    /// transaction that applies it; then `queued` is called when there were any. Only a
+    /// `QuakeCache` has an outbox (``init(options:cache:outbox:)``).
     public struct Outbox: Sendable {
         public var entries:
             @Sendable (_ transaction: IOQuaked.Transaction, _ storeId: String, _ before: [String: IOQuaked.Quake], _ isBacklog: Bool)
@@ -124,10 +123,21 @@ public struct Watcher: Sendable {
 
     public let options: Options
     public let cache: any WatchCache
+    /// The outbox and the cache that keeps it (the same as ``cache``), when there is one.
+    private let outbox: (cache: QuakeCache, outbox: Outbox)?
 
     public init(options: Options, cache: any WatchCache) {
         self.options = options
         self.cache = cache
+        outbox = nil
+    }
+
+    /// A watch whose transactions also queue `outbox`'s entries in `cache`'s outbox, each in the
+    /// SQLite transaction that applies it.
+    public init(options: Options, cache: QuakeCache, outbox: Outbox) {
+        self.options = options
+        self.cache = cache
+        self.outbox = (cache, outbox)
     }
 
     /// Runs until cancelled or stopped, or until a failure retrying cannot fix (permission
@@ -329,7 +339,7 @@ public struct Watcher: Sendable {
         _ connection: QuakedConnection, storeId: String, head: Int, start: inout StartPoint, context: Context
     ) async throws {
         // A position that turns out unusable on the first catch-up makes `sinceNow` a start after all.
-        func reset(_ connection: QuakedConnection, reason: String, context: Context) async throws -> QuakeCache.Position {
+        func reset(_ connection: QuakedConnection, reason: String, context: Context) async throws -> WatchPosition {
             if start == .resuming { start = .backlogThrough(head) }
             return try await self.reset(connection, reason: reason, context: context)
         }
@@ -391,7 +401,7 @@ public struct Watcher: Sendable {
     }
 
     /// One page after the position, as a result (so that it can be fetched beside other work).
-    private func fetchPage(_ connection: QuakedConnection, _ position: QuakeCache.Position) async -> Result<
+    private func fetchPage(_ connection: QuakedConnection, _ position: WatchPosition) async -> Result<
         IOQuaked.FetchHistory.Reply, any Error
     > {
         do {
@@ -406,7 +416,7 @@ public struct Watcher: Sendable {
 
     /// Why history cannot continue from `position` (the cache starts over from a snapshot), or the
     /// error itself when starting over would not help.
-    static func resetReason(_ error: any Error, _ position: QuakeCache.Position) throws -> String {
+    static func resetReason(_ error: any Error, _ position: WatchPosition) throws -> String {
         switch error as? IOQuaked.Failure {
         case .tokenExpired: "history after token \(position.token) has been purged"
         case .tokenAhead: "token \(position.token) is ahead of the store (restored from an older copy?)"
@@ -428,7 +438,7 @@ public struct Watcher: Sendable {
             let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
             let storeId = page.storeId
             let handle = context.handle
-            let outbox = options.outbox
+            let outbox = outbox
             // Unstructured on purpose: cancelling the watch does not reach into a delivery.
             let health = context.health
             let delivery = Task {
@@ -440,9 +450,13 @@ public struct Watcher: Sendable {
                     throw HandlerError(underlying: error)
                 }
                 health.delivering(false)
-                let queued = outbox?.entries(transaction, storeId, before, backlog) ?? []
-                try await cache.apply(transaction, storeId: storeId, outbox: queued)
-                if !queued.isEmpty { outbox?.queued() }
+                if let outbox {
+                    let queued = outbox.outbox.entries(transaction, storeId, before, backlog)
+                    try outbox.cache.apply(transaction, storeId: storeId, outbox: queued)
+                    if !queued.isEmpty { outbox.outbox.queued() }
+                } else {
+                    try await cache.apply(transaction, storeId: storeId)
+                }
                 health.moved(to: transaction.token)
             }
             try await delivery.value
@@ -451,7 +465,7 @@ public struct Watcher: Sendable {
 
     /// Replaces the cache by a snapshot (of the filter's quakes). Returns the new position.
     func reset(_ connection: QuakedConnection, reason: String, context: Context) async throws
-        -> QuakeCache.Position
+        -> WatchPosition
     {
         let handle = context.handle
         let count: Int
@@ -479,6 +493,6 @@ public struct Watcher: Sendable {
         }
         context.health.moved(to: token)
         try await sendRecent(context)
-        return QuakeCache.Position(storeId: storeId, token: token, appliedAt: 0, filter: options.filter?.key)
+        return WatchPosition(storeId: storeId, token: token, filter: options.filter?.key)
     }
 }

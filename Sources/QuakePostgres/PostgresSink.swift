@@ -93,7 +93,7 @@ public actor PostgresSink: WatchCache {
 
     // MARK: WatchCache
 
-    public func position() async throws -> QuakeCache.Position? {
+    public func position() async throws -> WatchPosition? {
         try await step { link in try await self.readPosition(link) }
     }
 
@@ -112,9 +112,8 @@ public actor PostgresSink: WatchCache {
     }
 
     @discardableResult
-    public func apply(_ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry]) async throws -> Bool {
-        precondition(outbox.isEmpty, "a PostgreSQL sink has no outbox")
-        return try await step { link in
+    public func apply(_ transaction: IOQuaked.Transaction, storeId: String) async throws -> Bool {
+        try await step { link in
             try await link.query("BEGIN")
             let rows = try await link.query(
                 "SELECT store_id, token FROM quaked_sync_state WHERE name = \(self.name) FOR UPDATE", "the position's lock")
@@ -252,7 +251,7 @@ public actor PostgresSink: WatchCache {
     /// A sink's position and rows as one snapshot (a REPEATABLE READ transaction on a connection
     /// of its own, which takes no lock: the sink may be running). For tests and the benchmark.
     public static func read(settings: PostgresSettings, name: String, table: String) async throws -> (
-        position: QuakeCache.Position?, quakes: [IOQuaked.Quake]
+        position: WatchPosition?, quakes: [IOQuaked.Quake]
     ) {
         let reader = try PostgresSink(settings: settings, name: name, table: table)
         let link = try await PostgresLink.connect(settings, id: 2, logger: reader.logger)
@@ -303,16 +302,13 @@ public actor PostgresSink: WatchCache {
         return try rows.rows.last.map(QuakeTable.quake)
     }
 
-    private func readPosition(_ link: PostgresLink) async throws -> QuakeCache.Position? {
+    private func readPosition(_ link: PostgresLink) async throws -> WatchPosition? {
         let rows = try await link.query(
-            """
-            SELECT store_id, token, (extract(epoch FROM updated_at) * 1000)::bigint, filter
-            FROM quaked_sync_state WHERE name = \(name)
-            """, "reading the position")
-        var position: QuakeCache.Position?
+            "SELECT store_id, token, filter FROM quaked_sync_state WHERE name = \(name)", "reading the position")
+        var position: WatchPosition?
         for row in rows {
-            let (storeId, token, appliedAt, filter) = try row.decode((String, Int, Int64, String?).self)
-            position = QuakeCache.Position(storeId: storeId, token: token, appliedAt: appliedAt, filter: filter)
+            let (storeId, token, filter) = try row.decode((String, Int, String?).self)
+            position = WatchPosition(storeId: storeId, token: token, filter: filter)
         }
         return position
     }

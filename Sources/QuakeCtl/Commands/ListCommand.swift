@@ -50,8 +50,10 @@ public struct ListCommand: AsyncParsableCommand {
         if cache {
             let cache = try QuakeCache.openExisting(path: cachePath ?? CachePath.defaultPath())
             let result = try cache.query(try filters.localFilter(), limit: limit)
-            let position = try cache.position()
-            (quakes, total, token, updated) = (result.quakes, result.total, position?.token ?? 0, position.map { Int($0.appliedAt) })
+            let state = try cache.positionAndAppliedAt()
+            (quakes, total, token, updated) = (
+                result.quakes, result.total, state?.position.token ?? 0, state.map { Int($0.appliedAt) }
+            )
         } else {
             (quakes, total, token, updated) = try await options.withConnection { connection in
                 let reply = try await connection.query(

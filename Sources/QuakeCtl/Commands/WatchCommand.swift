@@ -154,8 +154,8 @@ public struct WatchCommand: AsyncParsableCommand {
         // With --batch or --quiet-hours, changes go through the cache's outbox: the printer only
         // prints, and the dispatcher runs the command when the plan says.
         let printer = WatchPrinter(style: style, delivery: plan == nil ? delivery : nil, rules: rules)
-        if let plan {
-            watchOptions.outbox = Watcher.Outbox(
+        let outbox = plan.map { plan in
+            Watcher.Outbox(
                 entries: { transaction, storeId, before, isBacklog in
                     isBacklog ? [] : printer.outboxEntries(transaction, storeId: storeId, before: before, plan: plan, now: clock.now())
                 },
@@ -171,7 +171,9 @@ public struct WatchCommand: AsyncParsableCommand {
         }
         let health = WatchHealth(heartbeatSeconds: watchOptions.heartbeatSeconds)
         let service = ServiceNotifications()
-        let watcher = Watcher(options: watchOptions, cache: cache)
+        let watcher =
+            outbox.map { Watcher(options: watchOptions, cache: cache, outbox: $0) }
+            ?? Watcher(options: watchOptions, cache: cache)
         // Under systemd: started, and alive for as long as the watch is healthy.
         service.ready()
         try await withThrowingTaskGroup(of: Void.self) { group in
