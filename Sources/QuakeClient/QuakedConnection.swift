@@ -30,6 +30,15 @@ public struct QuakedConnection: Sendable {
     public let client: VarlinkClient
     /// Where it is connected to.
     public let endpoint: QuakedEndpoint
+    /// Over ssh: the ssh process this connection runs over, which the connection started and
+    /// ends (``stop()``; ``with(_:_:)`` waits for it or ends it). Nil on a socket.
+    public let sshChild: SSHChild?
+
+    init(client: VarlinkClient, endpoint: QuakedEndpoint, sshChild: SSHChild? = nil) {
+        self.client = client
+        self.endpoint = endpoint
+        self.sshChild = sshChild
+    }
 
     /// How long connecting to quaked's socket may take (here and in ``StdioBridge``).
     public static let connectTimeout: TimeAmount = .seconds(10)
@@ -53,6 +62,13 @@ public struct QuakedConnection: Sendable {
 
     public func close() async {
         await client.close()
+    }
+
+    /// Closes the connection and, over ssh, sends its ssh child SIGTERM at once (a watch that
+    /// stops: ssh would otherwise wait for a remote bridge that waits on quaked).
+    public func stop() async {
+        await client.close()
+        sshChild?.signal(SIGTERM)
     }
 
     /// Calls `M` and returns its reply; error replies are thrown typed.

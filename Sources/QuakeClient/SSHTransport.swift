@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -123,9 +122,9 @@ extension SSHRoute {
                 error: .fileDescriptor(.init(rawValue: errorOutput), closeAfterSpawningProcess: closeErrorOutput)
             ) { execution -> Result<T, any Error> in
                 spawned.withLockedValue { $0 = true }
-                let pid = execution.processIdentifier.value
-                SSHChildren.shared.add(pid)
-                defer { SSHChildren.shared.remove(pid) }
+                let child = SSHChild(pid: execution.processIdentifier.value)
+                // Before the teardown below reaps it (the pid may then be reused).
+                defer { child.ended() }
                 let client: VarlinkClient
                 do {
                     client = try await VarlinkClient.connect { initializer in
@@ -141,7 +140,8 @@ extension SSHRoute {
                 }
                 let outcome: Result<T, any Error>
                 do {
-                    outcome = .success(try await body(QuakedConnection(client: client, endpoint: .ssh(self))))
+                    outcome = .success(
+                        try await body(QuakedConnection(client: client, endpoint: .ssh(self), sshChild: child)))
                 } catch {
                     outcome = .failure(error)
                 }
@@ -192,75 +192,27 @@ extension SSHRoute {
     }
 }
 
-/// The ssh children alive, so that a signal that ends quakectl (SIGINT, SIGTERM, SIGHUP) ends
-/// them too: the signal is passed on to each, then quakectl dies of it as it would have. Ctrl-C
-/// reaches them anyway (same process group); a `kill` of quakectl alone would otherwise leave ssh
-/// waiting for a remote command that only stops when quaked next writes.
-public final class SSHChildren: Sendable {
-    public static let shared = SSHChildren()
+/// The ssh process a connection runs over, owned by that connection (``QuakedConnection/sshChild``):
+/// whoever holds the connection can end it (``QuakedConnection/stop()``), or pass it a signal
+/// (quakectl's one-shot commands pass on a stop signal sent to quakectl alone, which would
+/// otherwise leave ssh waiting for a remote command that only stops when quaked next writes).
+/// Once ssh has ended and been reaped, a signal goes nowhere (its pid may be another process's).
+public final class SSHChild: Sendable {
+    private let pid: NIOLockedValueBox<pid_t?>
 
-    // The dispatch sources are only touched under the lock (and never after they are made).
-    private struct State: @unchecked Sendable {
-        var pids: Set<pid_t> = []
-        var sources: [any DispatchSourceSignal] = []
+    init(pid: pid_t) {
+        self.pid = NIOLockedValueBox(pid)
     }
 
-    private let state = NIOLockedValueBox(State())
-    private static let signals = [SIGINT, SIGTERM, SIGHUP]
-    /// False when the program handles SIGINT, SIGTERM and SIGHUP itself (`watch`, which stops
-    /// gracefully and calls ``terminateAll()``): one signal has one handler, or only one of them
-    /// would see it.
-    private let forwardsSignals = NIOLockedValueBox(true)
-
-    /// Leaves the stop signals to the program (see `forwardsSignals`).
-    public static func leaveSignalsToTheProgram() {
-        shared.forwardsSignals.withLockedValue { $0 = false }
-    }
-
-    func add(_ pid: pid_t) {
-        let forwards = forwardsSignals.withLockedValue { $0 }
-        state.withLockedValue { state in
-            state.pids.insert(pid)
-            guard forwards, state.sources.isEmpty else { return }
-            for signal in Self.signals where !Self.isIgnored(signal) {
-                // Dispatch's signal sources need the signal ignored for the default action.
-                Glibc.signal(signal, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-                source.setEventHandler { [self] in self.forward(signal) }
-                source.resume()
-                state.sources.append(source)
-            }
+    /// Sends `signal` to ssh if it has not ended.
+    public func signal(_ signal: Int32) {
+        pid.withLockedValue { pid in
+            if let pid { kill(pid, signal) }
         }
     }
 
-    /// Whether `signal` is ignored (`nohup`, a shell's background job): it stays ignored.
-    private static func isIgnored(_ signal: Int32) -> Bool {
-        var current = sigaction()
-        guard sigaction(signal, nil, &current) == 0 else { return false }
-        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
-    }
-
-    /// Sends SIGTERM to every ssh child alive (a watch that stops: its connections are closed,
-    /// and ssh, waiting on a remote bridge that waits on quaked, would otherwise linger).
-    func terminateAll() {
-        let pids = state.withLockedValue { $0.pids }
-        for pid in pids { kill(pid, SIGTERM) }
-    }
-
-    func remove(_ pid: pid_t) {
-        _ = state.withLockedValue { $0.pids.remove(pid) }
-    }
-
-    private func forward(_ signal: Int32) {
-        let pids = state.withLockedValue { $0.pids }
-        for pid in pids { kill(pid, signal) }
-        // Die of the signal, as without this handler.
-        Glibc.signal(signal, SIG_DFL)
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, signal)
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-        raise(signal)
-        exit(128 + signal)
+    /// ssh is about to be reaped: no signal is sent after this.
+    func ended() {
+        pid.withLockedValue { $0 = nil }
     }
 }

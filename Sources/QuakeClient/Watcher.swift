@@ -35,15 +35,14 @@ public final class WatchStop: Sendable {
 
     public var isRequested: Bool { state.withLockedValue { $0.requested } }
 
-    /// Requests the stop and closes the watch's connections, which ends any wait on them.
+    /// Requests the stop and stops the watch's connections, which ends any wait on them (through
+    /// ssh, each ends its own ssh child too, which the closed connection would wait for).
     public func request() async {
         let connections = state.withLockedValue { state in
             state.requested = true
             return state.connections
         }
-        for connection in connections { await connection.close() }
-        // Through ssh: ends the ssh children too, which the closed connections wait for.
-        SSHChildren.shared.terminateAll()
+        for connection in connections { await connection.stop() }
     }
 
     /// Connections a stop closes. Returns false when the stop was already requested.

@@ -104,8 +104,8 @@ public struct SyncCommand: AsyncParsableCommand {
         watchOptions.maxBackoff = .milliseconds(Int64(maxBackoff * 1000))
         // COPY takes large pages best; quaked caps a page at what it allows.
         watchOptions.snapshotPageSize = 5000
+        // The stop signals are the sync's own; a stop ends the ssh children of --host.
         let stop = WatchStop()
-        SSHChildren.leaveSignalsToTheProgram()
         let health = WatchHealth(heartbeatSeconds: watchOptions.heartbeatSeconds)
         let service = ServiceNotifications()
         let watcher = Watcher(options: watchOptions, cache: sink)

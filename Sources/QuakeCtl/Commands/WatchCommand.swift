@@ -138,9 +138,8 @@ public struct WatchCommand: AsyncParsableCommand {
         watchOptions.filter = try filters.filter(sinceIsFilter: filters.since != "now")
         watchOptions.lastCount = last
         watchOptions.heartbeatSeconds = heartbeat
-        let stop = WatchStop()
         // The stop signals are the watch's own (below); a stop ends the ssh children of --host.
-        SSHChildren.leaveSignalsToTheProgram()
+        let stop = WatchStop()
         let style = try display.apply(to: options.style)
         let delivery = exec.map {
             ExecDelivery(

@@ -53,7 +53,11 @@ public struct ClientOptions: ParsableArguments, Sendable {
     public var style: OutputStyle { OutputStyle.detect(json: json, absoluteTimes: absolute) }
 
     /// Connects, runs `body` and closes the connection (see ``QuakedConnection/with(_:_:)``).
+    /// Through ssh, a stop signal sent to quakectl meanwhile is passed on to ssh first
+    /// (``SSHSignalForwarding``).
     public func withConnection<T: Sendable>(_ body: (QuakedConnection) async throws -> T) async throws -> T {
-        try await QuakedConnection.with(try endpoint, body)
+        try await QuakedConnection.with(try endpoint) { connection in
+            try await SSHSignalForwarding.during(connection) { try await body(connection) }
+        }
     }
 }
