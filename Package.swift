@@ -205,6 +205,8 @@ let package = Package(
             dependencies: [
                 // FDSNTestService splits feed files into features with the streaming parser.
                 "QuakeFeed",
+                // UnixSocketClient's typed calls: a generated method's parameters out, its reply in.
+                "Varlink",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// A blocking Unix stream socket client for tests: sends raw bytes, reads NUL-terminated
-/// messages. Deliberately independent of quaked's own Varlink code.
+/// messages. Deliberately independent of quaked's own Varlink code, but for the typed calls of
+/// UnixSocketClient+Varlink.swift, which write and read the generated types.
 public final class UnixSocketClient: @unchecked Sendable {
     public let fd: Int32
     private var buffer: [UInt8] = []
