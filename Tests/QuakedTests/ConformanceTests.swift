@@ -1,7 +1,9 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
+import Varlink
 
 /// io.quaked held to systemd's sd-varlink rules against a real daemon, and called method by method
 /// by two independent Varlink implementations: the Python `varlink` package and a Go client on
@@ -17,14 +19,14 @@ extension EndToEnd {
         func withRichDaemon(_ body: (DaemonHarness) async throws -> Void) async throws {
             try await withTemporaryDirectory { dir in
                 let daemon = try await DaemonHarness(in: dir, ["--feed", Self.day.absoluteString, "--interval", "1h"])
-                try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+                try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().headToken == 1 }
                 let once = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
                     ["--once", "--feed", Self.week.absoluteString, "--state-directory", daemon.stateDirectory.path])
                 #expect(once.status == 0, "\(once.stderr)")
                 let id = try daemon.withStore { try $0.allQuakes().first!.id }
-                let deleted = try await daemon.call("io.quaked.Delete", ["ids": [id]])
-                #expect(deleted["error"] == nil, "\(deleted)")
+                let deleted = try await daemon.result(IOQuaked.Delete.self, .init(ids: [id]))
+                #expect(deleted.error == nil, "\(deleted)")
                 try await body(daemon)
                 #expect(try await daemon.stop() == 0)
             }
@@ -64,8 +66,8 @@ extension EndToEnd {
                 #expect((object?["parameters"] as? [String: Any])?["parameter"] as? String == parameter, "\(reply)")
                 #expect(object?.keys.sorted() == ["error", "parameters"], "no continues on an error")
                 // The connection is still usable.
-                let status = try client.call("io.quaked.GetStatus")
-                #expect((status["parameters"] as? [String: Any])?["storeId"] != nil)
+                let status = try client.call(IOQuaked.GetStatus.self, .init())
+                #expect(!status.storeId.isEmpty)
                 let exit = try await daemon.stop()
                 #expect(exit == 0, "quaked exited \(exit):\n\(daemon.process.stderr)")
             }
@@ -83,8 +85,8 @@ extension EndToEnd {
                 #expect(try client.receive(timeout: .seconds(10)) == nil, "the daemon closed the connection")
                 // A plain oneway call gets no reply at all; the next call's reply is the next one.
                 try other.send(Array(#"{"method":"io.quaked.GetStatus","oneway":true}"#.utf8) + [0])
-                let info = try other.call("org.varlink.service.GetInfo")
-                #expect((info["parameters"] as? [String: Any])?["product"] as? String == "quaked")
+                let info = try other.call(OrgVarlinkService.GetInfo.self, .init())
+                #expect(info.product == "quaked")
                 #expect(try await daemon.stop() == 0)
             }
         }

@@ -1,7 +1,9 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
+import Varlink
 
 /// The io.quaked Varlink interface against a real daemon on a temp socket.
 extension EndToEnd {
@@ -15,7 +17,7 @@ extension EndToEnd {
         {
             let daemon = try await DaemonHarness(
                 in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"] + extra, environment: environment)
-            try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+            try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().headToken == 1 }
             return daemon
         }
 
@@ -97,34 +99,32 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
                 let subscriber = try UnixSocketClient(path: daemon.socketPath)
-                try subscriber.send(
-                    #"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":1},"more":true}"#)
-                let first = try Self.parameters(try subscriber.receive())
-                #expect(first["event"] as? String == "subscribed")
-                #expect(first["headToken"] as? Int == 1)
-                let storeID = try #require(first["storeId"] as? String)
+                try subscriber.callMore(IOQuaked.Subscribe.self, .init(heartbeatSeconds: 1))
+                let first = try #require(try subscriber.nextReply(IOQuaked.Subscribe.self))
+                #expect(first.event == .subscribed)
+                #expect(first.headToken == 1)
+                let storeID = first.storeId
 
                 let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
                 var tokens: [Int] = []
                 for id in ids.prefix(3) {
-                    let reply = try await daemon.call("io.quaked.Delete", ["ids": [id]])
-                    let token = try #require((reply["parameters"] as? [String: Any])?["token"] as? Int)
-                    var event: [String: Any]
+                    let token = try #require(try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])).token)
+                    var event: IOQuaked.Subscribe.Reply
                     repeat {
-                        event = try Self.parameters(try subscriber.receive())
-                    } while event["event"] as? String == "heartbeat"
-                    #expect(event["event"] as? String == "changed")
-                    #expect(event["author"] as? String == "delete")
-                    #expect(event["headToken"] as? Int == token)
-                    #expect(event["storeId"] as? String == storeID)
+                        event = try #require(try subscriber.nextReply(IOQuaked.Subscribe.self))
+                    } while event.event == .heartbeat
+                    #expect(event.event == .changed)
+                    #expect(event.author == .delete)
+                    #expect(event.headToken == token)
+                    #expect(event.storeId == storeID)
                     tokens.append(token)
                 }
                 #expect(tokens == [2, 3, 4])
                 // Idle: heartbeats carry the head.
-                let heartbeat = try Self.parameters(try subscriber.receive(timeout: .seconds(3)))
-                #expect(heartbeat["event"] as? String == "heartbeat")
-                #expect(heartbeat["headToken"] as? Int == 4)
-                #expect(try await daemon.status()["subscribers"] as? Int == 1)
+                let heartbeat = try #require(try subscriber.nextReply(IOQuaked.Subscribe.self, timeout: .seconds(3)))
+                #expect(heartbeat.event == .heartbeat)
+                #expect(heartbeat.headToken == 4)
+                #expect(try await daemon.getStatus().subscribers == 1)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -135,9 +135,8 @@ extension EndToEnd {
                 let daemon = try await startDaemon(in: dir)
                 let subscriber = try UnixSocketClient(path: daemon.socketPath)
                 // A heartbeat far away: only the commit itself can wake the subscriber.
-                try subscriber.send(
-                    #"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":3600},"more":true}"#)
-                #expect(try Self.parameters(try subscriber.receive())["event"] as? String == "subscribed")
+                try subscriber.callMore(IOQuaked.Subscribe.self, .init(heartbeatSeconds: 3600))
+                #expect(try #require(try subscriber.nextReply(IOQuaked.Subscribe.self)).event == .subscribed)
                 let once = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
                     [
@@ -147,10 +146,10 @@ extension EndToEnd {
                 #expect(once.status == 0, "\(once.stderr)")
                 // The daemon checks the WAL file every 250 ms; with the heartbeat an hour away, a
                 // reply within the receive deadline can only be the commit's own announcement.
-                let event = try Self.parameters(try subscriber.receive(timeout: .seconds(5)))
-                #expect(event["event"] as? String == "changed")
-                #expect(event["author"] as? String == "import")
-                #expect(event["headToken"] as? Int == 2)
+                let event = try #require(try subscriber.nextReply(IOQuaked.Subscribe.self, timeout: .seconds(5)))
+                #expect(event.event == .changed)
+                #expect(event.author == .import)
+                #expect(event.headToken == 2)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -182,33 +181,31 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
                 let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-                for id in ids.prefix(4) { _ = try await daemon.call("io.quaked.Delete", ["ids": [id]]) }
-                let storeID = try #require(try await daemon.status()["storeId"] as? String)
+                for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
+                let storeID = try await daemon.getStatus().storeId
                 for after in 0...5 {
                     var tokens: [Int] = []
                     var cursor = after
                     while true {
-                        let reply = try await daemon.call(
-                            "io.quaked.FetchHistory", ["storeId": storeID, "after": cursor, "limit": 2])
-                        let page = try #require(reply["parameters"] as? [String: Any], "\(reply)")
-                        let transactions = page["transactions"] as? [[String: Any]] ?? []
-                        tokens += transactions.compactMap { $0["token"] as? Int }
-                        cursor = page["nextAfter"] as? Int ?? cursor
-                        if page["hasMore"] as? Bool != true { break }
+                        let page = try await daemon.call(
+                            IOQuaked.FetchHistory.self, .init(storeId: storeID, after: cursor, limit: 2))
+                        tokens += page.transactions.map(\.token)
+                        cursor = page.nextAfter
+                        if !page.hasMore { break }
                     }
                     #expect(tokens == Array(stride(from: after + 1, through: 5, by: 1)))
                 }
-                let first = try await daemon.call("io.quaked.FetchHistory", ["after": 0, "limit": 1])
-                let insert = ((first["parameters"] as? [String: Any])?["transactions"] as? [[String: Any]])?.first
-                #expect(insert?["author"] as? String == "import")
-                #expect((insert?["changes"] as? [[String: Any]])?.count == 8)
+                let first = try await daemon.call(IOQuaked.FetchHistory.self, .init(after: 0, limit: 1))
+                let insert = first.transactions.first
+                #expect(insert?.author == .import)
+                #expect(insert?.changes.count == 8)
 
-                let mismatch = try await daemon.call(
-                    "io.quaked.FetchHistory", ["storeId": UUID().uuidString.lowercased(), "after": 1])
-                #expect(mismatch["error"] as? String == "io.quaked.StoreMismatch")
-                #expect((mismatch["parameters"] as? [String: Any])?["storeId"] as? String == storeID)
-                let ahead = try await daemon.call("io.quaked.FetchHistory", ["after": 99])
-                #expect(ahead["error"] as? String == "io.quaked.TokenAhead")
+                let mismatch = try await daemon.result(
+                    IOQuaked.FetchHistory.self, .init(storeId: UUID().uuidString.lowercased(), after: 1))
+                #expect(mismatch.error?.name == IOQuaked.StoreMismatch.name)
+                #expect(try mismatch.error?.decode(IOQuaked.StoreMismatch.self).storeId == storeID)
+                let ahead = try await daemon.result(IOQuaked.FetchHistory.self, .init(after: 99))
+                #expect(ahead.error?.name == IOQuaked.TokenAhead.name)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -230,15 +227,15 @@ extension EndToEnd {
                 }
                 try store.close()
                 let daemon = try await DaemonHarness(in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"])
-                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["oldestToken"] as? Int) == 2 }
-                let expired = try await daemon.call("io.quaked.FetchHistory", ["after": 1])
-                #expect(expired["error"] as? String == "io.quaked.TokenExpired")
-                let parameters = expired["parameters"] as? [String: Any] ?? [:]
-                #expect(parameters["oldestToken"] as? Int == 2)
-                #expect(parameters["after"] as? Int == 1)
-                #expect((parameters["headToken"] as? Int ?? 0) >= 3)
-                let fine = try await daemon.call("io.quaked.FetchHistory", ["after": 2])
-                #expect(fine["error"] == nil)
+                try await waitUntil(timeout: .seconds(10)) { try await daemon.getStatus().oldestToken == 2 }
+                let expired = try await daemon.result(IOQuaked.FetchHistory.self, .init(after: 1))
+                #expect(expired.error?.name == IOQuaked.TokenExpired.name)
+                let parameters = try #require(try expired.error?.decode(IOQuaked.TokenExpired.self))
+                #expect(parameters.oldestToken == 2)
+                #expect(parameters.after == 1)
+                #expect(parameters.headToken >= 3)
+                let fine = try await daemon.result(IOQuaked.FetchHistory.self, .init(after: 2))
+                #expect(fine.error == nil)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -266,13 +263,13 @@ extension EndToEnd {
                 let daemon = try await DaemonHarness(
                     in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h"],
                     environment: ["QUAKED_HISTORY_MAX_AGE": "1d", "QUAKED_HISTORY_HARD_MAX_AGE": "30d"])
-                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["oldestToken"] as? Int) == 1 }
-                #expect(try await daemon.call("io.quaked.FetchHistory", ["after": 1])["error"] == nil)
+                try await waitUntil(timeout: .seconds(10)) { try await daemon.getStatus().oldestToken == 1 }
+                #expect(try await daemon.result(IOQuaked.FetchHistory.self, .init(after: 1)).error == nil)
                 #expect(
-                    try await daemon.call("io.quaked.FetchHistory", ["after": 0])["error"] as? String
-                        == "io.quaked.TokenExpired")
-                let clients = try await daemon.status()["clients"] as? [[String: Any]] ?? []
-                #expect(Set(clients.compactMap { $0["name"] as? String }) == ["attic", "desk"])
+                    try await daemon.result(IOQuaked.FetchHistory.self, .init(after: 0)).error?.name
+                        == IOQuaked.TokenExpired.name)
+                let clients = try await daemon.getStatus().clients
+                #expect(Set(clients.map(\.name)) == ["attic", "desk"])
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -282,36 +279,33 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
                 let client = try UnixSocketClient(path: daemon.socketPath)
-                try client.send(#"{"method":"io.quaked.Snapshot","parameters":{"pageSize":3},"more":true}"#)
+                try client.callMore(IOQuaked.Snapshot.self, .init(pageSize: 3))
                 var ids: [String] = []
                 var token: Int?
                 while true {
-                    let text = try #require(try client.receive())
-                    let reply = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-                    let parameters = try #require(reply["parameters"] as? [String: Any])
-                    ids += (parameters["quakes"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-                    token = parameters["token"] as? Int
-                    if reply["continues"] as? Bool != true { break }
+                    let reply = try #require(try client.next(IOQuaked.Snapshot.self))
+                    let page = try reply.result.get()
+                    ids += page.quakes.map(\.id)
+                    token = page.token
+                    if !reply.continues { break }
                 }
                 #expect(token == 1)
                 let stored = try daemon.withStore { try $0.allQuakes().map(\.id) }
                 #expect(ids == stored.sorted())
 
                 let query = try await daemon.call(
-                    "io.quaked.Query", ["minMagnitude": 1.5, "order": "magnitude", "limit": 2])
-                let parameters = try #require(query["parameters"] as? [String: Any])
-                let mags = (parameters["quakes"] as? [[String: Any]] ?? []).compactMap { $0["mag"] as? Double }
+                    IOQuaked.Query.self, .init(minMagnitude: 1.5, limit: 2, order: .magnitude))
+                let mags = query.quakes.compactMap(\.mag)
                 let expected = try daemon.withStore {
                     try $0.allQuakes().compactMap(\.mag).filter { $0 >= 1.5 }.sorted(by: >)
                 }
                 #expect(mags == Array(expected.prefix(2)))
-                #expect(parameters["total"] as? Int == expected.count)
+                #expect(query.total == expected.count)
 
-                let get = try await daemon.call("io.quaked.Get", ["id": stored[0]])
-                #expect(
-                    ((get["parameters"] as? [String: Any])?["quake"] as? [String: Any])?["id"] as? String == stored[0])
-                let missing = try await daemon.call("io.quaked.Get", ["id": "xx0"])
-                #expect(missing["error"] as? String == "io.quaked.NoSuchQuake")
+                let get = try await daemon.call(IOQuaked.Get.self, .init(id: stored[0]))
+                #expect(get.quake.id == stored[0])
+                let missing = try await daemon.result(IOQuaked.Get.self, .init(id: "xx0"))
+                #expect(missing.error?.name == IOQuaked.NoSuchQuake.name)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -326,25 +320,20 @@ extension EndToEnd {
                     var subscribers: [UnixSocketClient] = []
                     for _ in 0..<1000 {
                         let client = try UnixSocketClient(path: daemon.socketPath)
-                        try client.send(
-                            #"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":600},"more":true}"#)
+                        try client.callMore(IOQuaked.Subscribe.self, .init(heartbeatSeconds: 600))
                         subscribers.append(client)
                     }
                     for client in subscribers {
-                        #expect(try Self.parameters(try client.receive())["event"] as? String == "subscribed")
+                        #expect(try #require(try client.nextReply(IOQuaked.Subscribe.self)).event == .subscribed)
                     }
                     let rpc = try UnixSocketClient(path: daemon.socketPath)
-                    let subscriberCount =
-                        (try rpc.call("io.quaked.GetStatus")["parameters"] as? [String: Any])?["subscribers"] as? Int
-                        ?? 0
+                    let subscriberCount = try rpc.call(IOQuaked.GetStatus.self, .init()).subscribers
                     let id = try daemon.withStore { try $0.allQuakes()[0].id }
-                    let token = try #require(
-                        (try rpc.call("io.quaked.Delete", ["ids": [id]])["parameters"] as? [String: Any])?["token"]
-                            as? Int)
+                    let token = try #require(try rpc.call(IOQuaked.Delete.self, .init(ids: [id])).token)
                     var received = 0
                     for client in subscribers {
-                        let event = try Self.parameters(try client.receive(timeout: .seconds(20)))
-                        if event["event"] as? String == "changed" && event["headToken"] as? Int == token {
+                        let event = try #require(try client.nextReply(IOQuaked.Subscribe.self, timeout: .seconds(20)))
+                        if event.event == .changed && event.headToken == token {
                             received += 1
                         }
                     }
@@ -361,20 +350,20 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
                 let stuck = try UnixSocketClient(path: daemon.socketPath)
-                try stuck.send(#"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":1},"more":true}"#)
+                try stuck.callMore(IOQuaked.Subscribe.self, .init(heartbeatSeconds: 1))
                 // Warm up, then measure across many transactions the stuck subscriber never reads.
                 let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-                _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
+                _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [ids[0]]))
                 let before = try residentKiB(daemon.process.pid)
                 let started = ContinuousClock.now
                 for round in 0..<100 {
                     // Each round: a refresh re-imports the deleted quake (insert), then a delete.
-                    _ = try await daemon.call("io.quaked.Refresh")
-                    _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[round % 7 + 1]]])
+                    _ = try await daemon.call(IOQuaked.Refresh.self, .init())
+                    _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [ids[round % 7 + 1]]))
                 }
                 let elapsed = ContinuousClock.now - started
                 let after = try residentKiB(daemon.process.pid)
-                #expect(try await daemon.status()["headToken"] as? Int ?? 0 >= 150)
+                #expect(try await daemon.getStatus().headToken >= 150)
                 if !Sanitizer.isActive {
                     #expect(after - before < 8 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
                 }
@@ -391,12 +380,12 @@ extension EndToEnd {
                 let daemon = try await DaemonHarness(
                     in: dir, ["--feed", big.absoluteString, "--interval", "1h"],
                     environment: ["QUAKED_WRITE_TIMEOUT": "1s"])
-                try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["quakeCount"] as? Int) == 4312 }
+                try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().quakeCount == 4312 }
                 // 22 pages of about 150 kB: far more than the socket buffers hold.
                 let stuck = try UnixSocketClient(path: daemon.socketPath)
-                try stuck.send(#"{"method":"io.quaked.Snapshot","parameters":{"pageSize":200},"more":true}"#)
+                try stuck.callMore(IOQuaked.Snapshot.self, .init(pageSize: 200))
                 try await Task.sleep(for: .seconds(3))
-                #expect(try await daemon.status()["quakeCount"] as? Int == 4312)  // others carry on meanwhile
+                #expect(try await daemon.getStatus().quakeCount == 4312)  // others carry on meanwhile
                 // Now read: the buffered part of the reply, then the end of the connection, never the rest.
                 let outcome = try await onBlockingThread { () -> String in
                     do {
@@ -439,7 +428,7 @@ extension EndToEnd {
                 #expect(timedOut.contains("io.quaked.MessageTimeout"))
                 #expect(try slow.receive() == nil)
 
-                #expect(try bystander.call("io.quaked.GetStatus")["parameters"] != nil)
+                #expect(try bystander.result(IOQuaked.GetStatus.self, .init()).error == nil)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -452,14 +441,14 @@ extension EndToEnd {
                 try await Task.sleep(for: .seconds(1))
                 let a = try UnixSocketClient(path: daemon.socketPath)
                 let b = try UnixSocketClient(path: daemon.socketPath)
-                #expect(try a.call("io.quaked.GetStatus")["parameters"] != nil)
-                #expect(try b.call("io.quaked.GetStatus")["parameters"] != nil)
+                #expect(try a.result(IOQuaked.GetStatus.self, .init()).error == nil)
+                #expect(try b.result(IOQuaked.GetStatus.self, .init()).error == nil)
                 let c = try UnixSocketClient(path: daemon.socketPath)
                 // However late its call comes, the refused client reads the error as its reply,
                 // never a broken pipe (CI saw one when the refusal came unprompted at once).
                 try await Task.sleep(for: .milliseconds(300))
-                let refused = try c.call("io.quaked.GetStatus")
-                #expect(refused["error"] as? String == "io.quaked.TooManyConnections")
+                let refused = try c.result(IOQuaked.GetStatus.self, .init())
+                #expect(refused.error?.name == IOQuaked.TooManyConnections.name)
                 #expect(try c.receive() == nil)  // closed
                 // A client that sends nothing is told unprompted, and closed.
                 let silent = try UnixSocketClient(path: daemon.socketPath)
@@ -492,7 +481,7 @@ extension EndToEnd {
                 #expect(
                     result.stdout.contains("org.varlink.service.PermissionDenied"), "\(result.stdout) \(result.stderr)")
                 // The same call as root (the daemon's own user) is allowed.
-                #expect(try await daemon.call("io.quaked.Delete", ["ids": ["x"]])["error"] == nil)
+                #expect(try await daemon.result(IOQuaked.Delete.self, .init(ids: ["x"])).error == nil)
                 #expect(try await daemon.stop() == 0)
             }
         }
@@ -501,25 +490,19 @@ extension EndToEnd {
         func namedClients() async throws {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
-                _ = try await daemon.call("io.quaked.FetchHistory", ["after": 0, "client": "desk"])
+                _ = try await daemon.call(IOQuaked.FetchHistory.self, .init(after: 0, client: "desk"))
                 let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-                _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[0]]])
-                _ = try await daemon.call("io.quaked.Delete", ["ids": [ids[1]]])
-                let clients = try await daemon.status()["clients"] as? [[String: Any]] ?? []
+                _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [ids[0]]))
+                _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [ids[1]]))
+                let clients = try await daemon.getStatus().clients
                 #expect(clients.count == 1)
-                #expect(clients.first?["name"] as? String == "desk")
-                #expect(clients.first?["token"] as? Int == 0)
-                #expect(clients.first?["lag"] as? Int == 3)
-                _ = try await daemon.call("io.quaked.Acknowledge", ["client": "desk", "token": 3])
-                #expect((try await daemon.status()["clients"] as? [[String: Any]])?.first?["lag"] as? Int == 0)
+                #expect(clients.first?.name == "desk")
+                #expect(clients.first?.token == 0)
+                #expect(clients.first?.lag == 3)
+                _ = try await daemon.call(IOQuaked.Acknowledge.self, .init(client: "desk", token: 3))
+                #expect(try await daemon.getStatus().clients.first?.lag == 0)
                 #expect(try await daemon.stop() == 0)
             }
-        }
-
-        static func parameters(_ message: String?) throws -> [String: Any] {
-            let text = try #require(message)
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-            return try #require(object["parameters"] as? [String: Any], "\(text)")
         }
     }
 }

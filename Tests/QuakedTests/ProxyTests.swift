@@ -1,4 +1,5 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
@@ -11,12 +12,13 @@ extension EndToEnd {
         static let password = "s3cret-Pw"
         static let authorization = "Basic " + Data("quake:\(password)".utf8).base64EncodedString()
 
-        static func feedStatus(_ daemon: DaemonHarness) async throws -> [String: Any] {
-            try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
+        static func feedStatus(_ daemon: DaemonHarness) async throws -> IOQuaked.FeedStatus {
+            try #require(try await daemon.getStatus().feeds.first)
         }
 
-        static func text(_ object: [String: Any]) throws -> String {
-            String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+        /// GetStatus's reply as JSON text.
+        static func text(_ status: IOQuaked.GetStatus.Reply) -> String {
+            String(decoding: status.jsonBytes, as: UTF8.self)
         }
 
         @Test(
@@ -33,7 +35,7 @@ extension EndToEnd {
                         // The second pull is conditional and answered 304, through the proxy too.
                         try await server.waitForRequests("/feed", count: 2, timeout: .seconds(20))
                         try await waitUntil(timeout: .seconds(20)) {
-                            try await Self.feedStatus(daemon)["lastResult"] as? String == "notModified"
+                            try await Self.feedStatus(daemon).lastResult == .notModified
                         }
                         let seen = try #require(proxy.requests.first)
                         #expect(seen.method == "GET")
@@ -45,9 +47,9 @@ extension EndToEnd {
                         let request = try #require(server.requests("/feed").first)
                         #expect(request.header("Proxy-Authorization") == nil)
                         #expect(request.header("Accept-Encoding")?.contains("gzip") == true)
-                        let status = try await daemon.status()
-                        #expect(status["quakeCount"] as? Int == 151)
-                        #expect(!(try Self.text(status)).contains(Self.password))
+                        let status = try await daemon.getStatus()
+                        #expect(status.quakeCount == 151)
+                        #expect(!Self.text(status).contains(Self.password))
                         #expect(try await daemon.stop() == 0)
                         // The start-up log names the proxy, the password hidden.
                         #expect(daemon.process.stderr.contains("quake:***@127.0.0.1:\(proxy.port)"))
@@ -72,7 +74,7 @@ extension EndToEnd {
                         let daemon = try await DaemonHarness(
                             in: dir, ["--feed", server.url("/feed"), "--interval", "1h"], environment: environment)
                         try await waitUntil(timeout: .seconds(20)) {
-                            try await Self.feedStatus(daemon)["lastResult"] as? String == "imported"
+                            try await Self.feedStatus(daemon).lastResult == .imported
                         }
                         #expect(server.requestCount("/feed") == 1)
                         #expect(proxy.requests.isEmpty, "the proxy saw \(proxy.requests.map(\.target))")
@@ -178,13 +180,13 @@ extension EndToEnd {
                             in: dir, ["--feed", server.url("/feed"), "--interval", "1h"],
                             environment: ["http_proxy": proxy.url(user: "quake", password: "wrong-\(Self.password)")])
                         try await waitUntil(timeout: .seconds(20)) {
-                            try await Self.feedStatus(daemon)["lastResult"] as? String == "failed"
+                            try await Self.feedStatus(daemon).lastResult == .failed
                         }
                         let feed = try await Self.feedStatus(daemon)
-                        let error = try #require(feed["lastError"] as? String)
+                        let error = try #require(feed.lastError)
                         #expect(error.contains("407"), "\(error)")
                         #expect(error.contains("quake:***@"), "\(error)")
-                        #expect(!(try Self.text(try await daemon.status())).contains(Self.password))
+                        #expect(!Self.text(try await daemon.getStatus()).contains(Self.password))
                         #expect(server.requestCount("/feed") == 0)
                         #expect(try await daemon.stop() == 0)
                         #expect(!daemon.process.stderr.contains(Self.password))

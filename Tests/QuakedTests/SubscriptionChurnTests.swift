@@ -1,4 +1,5 @@
 import Foundation
+import QuakeProtocol
 import QuakeTestSupport
 import Testing
 
@@ -9,12 +10,13 @@ extension EndToEnd {
     @Suite("Subscriptions end with their connections")
     struct SubscriptionChurnTests {
         static let feed = Fixtures.usgs("lhayesgolding__EarthquakeData__all_hour.geojson")
-        static let subscribe = #"{"method":"io.quaked.Subscribe","parameters":{"heartbeatSeconds":3600},"more":true}"#
+        /// Subscribe's parameters: a heartbeat an hour away.
+        static let subscribe = IOQuaked.Subscribe.Parameters(heartbeatSeconds: 3600)
 
         func startDaemon(in dir: URL) async throws -> DaemonHarness {
             let daemon = try await DaemonHarness(
                 in: dir, ["--feed", Self.feed.absoluteString, "--interval", "1h", "--log-level", "info"])
-            try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+            try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().headToken == 1 }
             return daemon
         }
 
@@ -24,7 +26,7 @@ extension EndToEnd {
             try await onBlockingThread {
                 for index in 0..<count {
                     let client = try UnixSocketClient(path: socket)
-                    try client.send(Self.subscribe)
+                    try client.callMore(IOQuaked.Subscribe.self, Self.subscribe)
                     if index % 2 == 1 { _ = try client.receive(timeout: .seconds(10)) }
                     // deinit closes the socket
                 }
@@ -38,7 +40,7 @@ extension EndToEnd {
         }
 
         static func subscribers(_ daemon: DaemonHarness) async throws -> Int {
-            try await daemon.status()["subscribers"] as? Int ?? -1
+            try await daemon.getStatus().subscribers
         }
 
         /// The median time from a Delete's reply to a live subscriber's `changed` for its token,
@@ -50,19 +52,17 @@ extension EndToEnd {
                 let rpc = try UnixSocketClient(path: socket)
                 var samples: [Duration] = []
                 for round in 0..<rounds {
-                    let reply = try rpc.call("io.quaked.Delete", ["ids": [ids[round % ids.count]]])
+                    let reply = try rpc.call(IOQuaked.Delete.self, .init(ids: [ids[round % ids.count]]))
                     let sent = ContinuousClock.now
-                    let token = (reply["parameters"] as? [String: Any])?["token"] as? Int ?? -1
+                    let token = reply.token ?? -1
                     while true {
-                        guard let text = try live.receive(timeout: .seconds(10)) else {
+                        guard let event = try live.nextReply(IOQuaked.Subscribe.self, timeout: .seconds(10)) else {
                             throw ChurnFailure(description: "the live subscriber's connection closed")
                         }
-                        let event = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-                        let head = (event?["parameters"] as? [String: Any])?["headToken"] as? Int ?? 0
-                        if head >= token { break }
+                        if event.headToken >= token { break }
                     }
                     samples.append(ContinuousClock.now - sent)
-                    _ = try rpc.call("io.quaked.Refresh")
+                    _ = try rpc.call(IOQuaked.Refresh.self, .init())
                 }
                 return samples.sorted()[samples.count / 2]
             }
@@ -79,8 +79,8 @@ extension EndToEnd {
                     let rpc = try UnixSocketClient(path: socket)
                     var count = 0
                     while !stop.isSet {
-                        _ = try rpc.call("io.quaked.Delete", ["ids": [ids[count % ids.count]]])
-                        _ = try rpc.call("io.quaked.Refresh")
+                        _ = try rpc.call(IOQuaked.Delete.self, .init(ids: [ids[count % ids.count]]))
+                        _ = try rpc.call(IOQuaked.Refresh.self, .init())
                         count += 1
                         usleep(20_000)
                     }
@@ -103,7 +103,7 @@ extension EndToEnd {
             try await withTemporaryDirectory { dir in
                 let daemon = try await startDaemon(in: dir)
                 let live = try UnixSocketClient(path: daemon.socketPath)
-                try live.send(Self.subscribe)
+                try live.callMore(IOQuaked.Subscribe.self, Self.subscribe)
                 #expect(try live.receive() != nil)
                 // The heartbeat is an hour away and nothing commits: only the connection's end can
                 // remove these.
@@ -120,7 +120,7 @@ extension EndToEnd {
                 let daemon = try await startDaemon(in: dir)
                 let live = try (0..<3).map { _ in try UnixSocketClient(path: daemon.socketPath) }
                 for client in live {
-                    try client.send(Self.subscribe)
+                    try client.callMore(IOQuaked.Subscribe.self, Self.subscribe)
                     #expect(try client.receive() != nil)
                 }
                 let socket = daemon.socketPath
