@@ -15,6 +15,47 @@ import Testing
         #expect(Formatting.magnitude(nil) == "M ?")
     }
 
+    /// oneDecimal works `%.1f` out with integers: it must give `String(format:)`'s bytes for any
+    /// value, ties (0.25, 0.35 as stored) and values near them included.
+    @Test func oneDecimalIsPrintfsRounding() {
+        var values: [Double] = [
+            0.05, 0.15, 0.25, 0.35, 0.45, 0.95, 2.675, 9.95, 99.95, 1e13 + 0.05, 99_999_999_999_999.95, 1e14, 1e15,
+            -0.0, 0, -0.04, -0.05, -0.06, .nan, .infinity, -.infinity, .leastNonzeroMagnitude,
+            .greatestFiniteMagnitude, 0.1.nextDown, 0.05.nextUp, 0.05.nextDown, 0.25.nextUp, 0.25.nextDown,
+        ]
+        for k in -4000...4000 {
+            values += [Double(k) / 20, Double(k) / 100, Double(k) / 1000, (Double(k) / 20).nextUp, (Double(k) / 20).nextDown]
+        }
+        // A fixed sequence of random values, in magnitude's range and far beyond it.
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state
+        }
+        for _ in 0..<50_000 {
+            values.append(Double(Int64(bitPattern: next()) % 200_000) / 1000 + Double(next() % 1000) * 1e-9)
+            values.append(Double(bitPattern: next()))
+        }
+        let wrong = values.filter { value in
+            let printf = String(format: "%.1f", value)
+            return Formatting.oneDecimal(value) != (printf == "-0.0" ? "0.0" : printf)
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(10))")
+    }
+
+    /// fit counts ASCII by bytes and anything else by characters, as before.
+    @Test func fitCutsAndPadsByCharacters() {
+        func reference(_ text: String, _ width: Int) -> String {
+            if text.count > width { return String(text.prefix(max(width - 1, 0))) + "…" }
+            return text + String(repeating: " ", count: width - text.count)
+        }
+        for text in ["", "abc", "12 km N of Benchtown", "Zürich", "a\r\nb", "a\rb", "🇯🇵 Tokyo", "e\u{301}tna", "tab\there"] {
+            for width in 0...12 {
+                #expect(Formatting.fit(text, width) == reference(text, width), "\(text.debugDescription) \(width)")
+            }
+        }
+    }
+
     @Test(
         arguments: [
             (nil, ANSIColor.gray), (-0.5, .gray), (0, .green), (0.99, .green), (1, .yellow), (1.99, .yellow),

@@ -119,7 +119,10 @@ public enum ChangeText {
     }
 
     static func valueText(_ value: IOQuaked.FieldValue?) -> String {
-        if let s = value?.string { return s.count > 32 ? String(s.prefix(31)) + "…" : s }
+        if let s = value?.string {
+            let count = Formatting.asciiCount(s) ?? s.count
+            return count > 32 ? String(s.prefix(31)) + "…" : s
+        }
         if let i = value?.int { return String(i) }
         if let d = value?.float { return d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : String(d) }
         return "–"
