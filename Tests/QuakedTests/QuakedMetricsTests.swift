@@ -10,36 +10,64 @@ import Varlink
 @Suite struct QuakedMetricsTests {
     static let packaging = Fixtures.packageRoot.appendingPathComponent("packaging")
 
+    /// The registry and the series each component registers in it (in the daemon, the scheduler,
+    /// store maintenance, the history counter, the broadcaster, the control server, the backfill
+    /// runner and the catalog sync make these).
+    struct Registry {
+        let metrics: QuakedMetrics
+        let pulls: PullMetrics
+        let store: StoreMetrics
+        let history: HistoryCounters
+        let broadcast: BroadcastMetrics
+        let calls: CallMetrics
+        let backfill: BackfillMetrics
+        let catalog: CatalogMetrics
+
+        init(version: String) {
+            metrics = QuakedMetrics(version: version)
+            pulls = PullMetrics(metrics)
+            store = StoreMetrics(metrics)
+            history = HistoryCounters(metrics)
+            broadcast = BroadcastMetrics(metrics)
+            calls = CallMetrics(metrics)
+            backfill = BackfillMetrics(metrics)
+            catalog = CatalogMetrics(metrics)
+        }
+
+        func text() -> String { metrics.text() }
+    }
+
     /// A registry with every series present: a feed pulled, a client, a call, a notification.
-    static func populated(clients: [ClientPosition] = [Self.client("watch")]) throws -> QuakedMetrics {
-        let metrics = QuakedMetrics(version: "9.9.9")
+    static func populated(clients: [ClientPosition] = [Self.client("watch")]) throws -> Registry {
+        let metrics = Registry(version: "9.9.9")
         let feed = try FeedSource(parsing: "all_month")
-        metrics.configureFeeds([feed.name])
+        metrics.pulls.configureFeeds([feed.name])
         var report = ImportReport(store: "s", source: feed.url.absoluteString)
         report.bytes = 1234
         report.durationMs = 250
-        metrics.recordPull(feed: feed.name, result: .imported(report, httpStatus: 200), duration: .milliseconds(600))
-        metrics.recordPull(
+        metrics.pulls.record(feed: feed.name, result: .imported(report, httpStatus: 200), duration: .milliseconds(600))
+        metrics.pulls.record(
             feed: feed.name, result: .failed(QuakedError(kind: .transport, message: "boom")), duration: .milliseconds(40))
-        metrics.recordTransactions([
+        metrics.history.record([
             TransactionSummary(token: 1, author: .import, inserted: 10, updated: 2, deleted: 1),
             TransactionSummary(token: 2, author: .delete, inserted: 0, updated: 0, deleted: 3),
         ])
-        metrics.recordCall(.init(method: "io.quaked.GetStatus", error: nil))
-        metrics.recordCall(.init(method: nil, error: "org.varlink.service.MethodNotFound"))
-        metrics.recordNotification(latency: .microseconds(1500))
-        metrics.recordBackfillWindow(events: 250)
-        metrics.recordBackfillWindow(events: 120)
-        metrics.recordCatalogRun(success: false, startedAt: Date(timeIntervalSince1970: 1_699_999_000))
-        metrics.recordCatalogRun(success: true, startedAt: Date(timeIntervalSince1970: 1_699_999_900))
+        metrics.calls.record(.init(method: "io.quaked.GetStatus", error: nil))
+        metrics.calls.record(.init(method: nil, error: "org.varlink.service.MethodNotFound"))
+        metrics.broadcast.recordNotification(latency: .microseconds(1500))
+        metrics.backfill.recordWindow(events: 250)
+        metrics.backfill.recordWindow(events: 120)
+        metrics.catalog.recordRun(success: false, startedAt: Date(timeIntervalSince1970: 1_699_999_000))
+        metrics.catalog.recordRun(success: true, startedAt: Date(timeIntervalSince1970: 1_699_999_900))
         var status = FeedStatus(feed: feed)
         status.lastSuccess = Date(timeIntervalSince1970: 1_700_000_000)
         status.consecutiveFailures = 1
-        metrics.update(
-            .init(
-                head: 2, oldest: 0, quakes: 9, databaseBytes: 4096, subscribers: 3, feeds: [status],
-                namedClients: clients.count, clients: clients, now: Date(timeIntervalSince1970: 1_700_000_100),
-                backfillJobs: ["running": 1]))
+        metrics.pulls.update([status])
+        metrics.store.update(
+            head: 2, oldest: 0, quakes: 9, databaseBytes: 4096, namedClients: clients.count, clients: clients,
+            now: Date(timeIntervalSince1970: 1_700_000_100))
+        metrics.broadcast.update(subscribers: 3)
+        metrics.backfill.update(jobs: ["running": 1])
         return metrics
     }
 
@@ -116,28 +144,25 @@ import Varlink
     }
 
     @Test func clientSeriesAreCappedAndGoWithTheirClient() throws {
-        let many = (0..<(QuakedMetrics.maxClientSeries + 20)).map { Self.client("c\($0)") }
+        let many = (0..<(StoreMetrics.maxClientSeries + 20)).map { Self.client("c\($0)") }
         let metrics = try Self.populated(clients: many)
         var exposition = try Exposition(metrics.text())
-        #expect(exposition.samples("quaked_client_lag_seconds").count == QuakedMetrics.maxClientSeries)
+        #expect(exposition.samples("quaked_client_lag_seconds").count == StoreMetrics.maxClientSeries)
         #expect(exposition.value("quaked_client_lag_seconds", ["client": "c0"]) != nil, "the first ones, as given")
-        metrics.update(
-            .init(
-                head: 2, oldest: 0, quakes: 9, databaseBytes: 1, subscribers: 0, feeds: [], namedClients: 1,
-                clients: [Self.client("c5")]))
+        metrics.store.update(
+            head: 2, oldest: 0, quakes: 9, databaseBytes: 1, namedClients: 1, clients: [Self.client("c5")])
         exposition = try Exposition(metrics.text())
         #expect(exposition.samples("quaked_client_lag_seconds").map { $0.labels["client"] } == ["c5"])
         #expect(exposition.samples("quaked_client_lag_transactions").count == 1)
         #expect(exposition.samples("quaked_client_last_seen_timestamp_seconds").count == 1)
-        metrics.update(
-            .init(head: 2, oldest: 0, quakes: 9, databaseBytes: 1, subscribers: 0, feeds: [], namedClients: 0, clients: []))
+        metrics.store.update(head: 2, oldest: 0, quakes: 9, databaseBytes: 1, namedClients: 0, clients: [])
         exposition = try Exposition(metrics.text())
         #expect(exposition.types["quaked_client_lag_seconds"] == nil, "no family without series")
     }
 
     @Test func aFeedRemovedByAReloadLosesItsGauges() throws {
         let metrics = try Self.populated()
-        metrics.configureFeeds(["4.5_week"])
+        metrics.pulls.configureFeeds(["4.5_week"])
         let exposition = try Exposition(metrics.text())
         #expect(exposition.value("quaked_feed_consecutive_failures", ["feed": "4.5_week"]) == 0)
         #expect(exposition.value("quaked_feed_consecutive_failures", ["feed": "all_month"]) == nil)

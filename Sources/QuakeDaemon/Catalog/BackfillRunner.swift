@@ -46,17 +46,21 @@ public final class BackfillRunner: Service, Sendable {
     private let state = NIOLockedValueBox(State())
     private let wakeup = Wakeup()
     private let logger: Logger
-    private let windowDone: @Sendable (ImportReport) -> Void
+    private let backfillMetrics: BackfillMetrics
 
-    init(
-        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger,
-        windowDone: @escaping @Sendable (ImportReport) -> Void = { _ in }
-    ) {
+    /// Registers its series (``BackfillMetrics``) in `metrics`: windows as they are imported,
+    /// jobs by state when scraped.
+    init(store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger, metrics: QuakedMetrics) {
         self.store = store
         self.clients = clients
         self.settings = NIOLockedValueBox(settings)
         self.logger = logger
-        self.windowDone = windowDone
+        self.backfillMetrics = BackfillMetrics(metrics)
+        metrics.onScrape { [backfillMetrics, store] in
+            var jobs: [String: Int] = [:]
+            for job in try store.unfinishedBackfillJobs() { jobs[job.state.rawValue, default: 0] += 1 }
+            backfillMetrics.update(jobs: jobs)
+        }
     }
 
     func apply(_ settings: Settings) {
@@ -211,7 +215,7 @@ public final class BackfillRunner: Service, Sendable {
         }
         switch event {
         case .imported(_, _, let report, _):
-            windowDone(report)
+            backfillMetrics.recordWindow(events: report.features)
         case .retrying(_, _, let attempt, let error, _):
             logger.warning(
                 "backfill window failed; retrying",

@@ -46,19 +46,19 @@ final class CatalogSync: Service, Sendable {
     private let status = NIOLockedValueBox(Status())
     private let wakeup = Wakeup()
     private let logger: Logger
-    private let finished: @Sendable (_ success: Bool, _ startedAt: Date) -> Void
+    private let catalogMetrics: CatalogMetrics
     private let windowDone: @Sendable (ImportReport) -> Void
 
+    /// Registers its series (``CatalogMetrics``) in `metrics`: each run as it ends.
     init(
-        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger,
-        finished: @escaping @Sendable (_ success: Bool, _ startedAt: Date) -> Void = { _, _ in },
+        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger, metrics: QuakedMetrics,
         windowDone: @escaping @Sendable (ImportReport) -> Void = { _ in }
     ) {
         self.store = store
         self.clients = clients
         self.settings = NIOLockedValueBox(settings)
         self.logger = logger
-        self.finished = finished
+        self.catalogMetrics = CatalogMetrics(metrics)
         self.windowDone = windowDone
     }
 
@@ -157,7 +157,7 @@ final class CatalogSync: Service, Sendable {
                 $0.lastError = nil
                 $0.lastRun = counts
             }
-            finished(true, startedAt)
+            catalogMetrics.recordRun(success: true, startedAt: startedAt)
             logger.info(
                 "catalog sync done",
                 metadata: [
@@ -170,7 +170,7 @@ final class CatalogSync: Service, Sendable {
         } catch {
             if Task.isCancelled { return true }
             status.withLockedValue { $0.lastError = "\(error)" }
-            finished(false, startedAt)
+            catalogMetrics.recordRun(success: false, startedAt: startedAt)
             logger.error("catalog sync failed", metadata: ["catalog": "\(url)", "error": "\(error)"])
         }
         return true

@@ -152,10 +152,20 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// commit until every subscriber had been offered the change (the metrics' latency).
     private let notified: (@Sendable (Duration) -> Void)?
 
-    public init(store: QuakeStore, notified: (@Sendable (Duration) -> Void)? = nil) {
+    /// Registers its series (``BroadcastMetrics``) in `metrics`, if given.
+    public init(store: QuakeStore, metrics: QuakedMetrics? = nil) {
         self.store = store
         self.storeID = store.storeID
-        self.notified = notified
+        guard let metrics else {
+            self.notified = nil
+            return
+        }
+        let series = BroadcastMetrics(metrics)
+        self.notified = { @Sendable latency in series.recordNotification(latency: latency) }
+        metrics.onScrape { [weak self] in
+            guard let self else { return }
+            series.update(subscribers: self.count)
+        }
     }
 
     /// Follows the store's commits, and flags due heartbeats, until graceful shutdown.

@@ -14,14 +14,19 @@ public final class ControlServer: Service, Sendable {
 
     public init(
         listener: VarlinkServer.Listener, origin: ControlSocket.Origin, service: QuakedService,
-        limits: VarlinkServer.Limits = .init(), logger: Logger,
-        callObserver: (@Sendable (VarlinkServer.CallOutcome) -> Void)? = nil
+        limits: VarlinkServer.Limits = .init(), logger: Logger, metrics: QuakedMetrics? = nil
     ) {
         self.listener = listener
         self.origin = origin
+        // Its series (``CallMetrics``): every call it handles.
+        var observer: (@Sendable (VarlinkServer.CallOutcome) -> Void)?
+        if let metrics {
+            let calls = CallMetrics(metrics)
+            observer = { @Sendable outcome in calls.record(outcome) }
+        }
         self.server = VarlinkServer(
             info: Self.info, interfaces: [IOQuaked.handler(service)], limits: limits, limitReplies: Self.limitReplies,
-            logger: logger, callObserver: callObserver)
+            logger: logger, callObserver: observer)
     }
 
     /// What org.varlink.service.GetInfo says of quaked.

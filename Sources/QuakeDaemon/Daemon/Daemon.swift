@@ -43,46 +43,39 @@ public enum Daemon {
             path: configuration.socketPath, group: configuration.socketGroup, activated: controlSocket,
             limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
 
+        // Each component registers its own series here.
         let metrics = QuakedMetrics()
-        metrics.configureFeeds(configuration.feeds.map(\.name))
-        // Transactions after this head are counted (whoever commits them, from now on).
-        let historyMetrics = HistoryMetrics(metrics: metrics, store: store, start: try store.head(), logger: logger)
+        let historyMetrics = try HistoryMetrics(metrics: metrics, store: store, logger: logger)
         let httpClients = FeedHTTPClients(
             configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits),
             proxies: configuration.proxy)
         let puller = FeedPuller(
             clients: httpClients, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
-        let broadcaster = ChangeBroadcaster(store: store, notified: metrics.recordNotification(latency:))
+        let broadcaster = ChangeBroadcaster(store: store, metrics: metrics)
         let scheduler = FeedScheduler(
-            store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger
+            store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger, metrics: metrics
         ) { status, result in
-            metrics.recordPull(feed: status.name, result: result, duration: .milliseconds(status.durationMs ?? 0))
             notifier.status(StatusLine.make(store: store, feed: status, result: result))
         }
-        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger)
+        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger, metrics: metrics)
         let backfills = BackfillRunner(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger
-        ) { report in metrics.recordBackfillWindow(events: report.features) }
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
         let catalogSync = CatalogSync(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger,
-            finished: metrics.recordCatalogRun(success:startedAt:))
+            store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
         let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
             new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
-            metrics.configureFeeds(new.feeds.map(\.name))
             maintenance.apply(new)
             backfills.apply(.init(new))
             catalogSync.apply(.init(new))
         }
-        let exporter = MetricsExporter(
-            metrics: metrics, store: store, broadcaster: broadcaster, scheduler: scheduler,
-            clientWindow: { reloader.configuration.historyHardMaxAge }, logger: logger)
+        let exporter = MetricsExporter(metrics: metrics, logger: logger)
         let server = ControlServer(
             listener: listener, origin: origin,
             service: QuakedService(
                 store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, metrics: exporter,
                 backfills: backfills, catalogSync: catalogSync, logger: logger),
-            limits: configuration.serverLimits, logger: logger, callObserver: metrics.recordCall)
+            limits: configuration.serverLimits, logger: logger, metrics: metrics)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),

@@ -51,12 +51,21 @@ final class StoreMaintenance: Service, Sendable {
     private let logger: Logger
     private let settings: NIOLockedValueBox<(historyMaxAge: Duration, hardMaxAge: Duration, eventRetention: Duration?)>
     private let wakeup = Wakeup()
+    private let storeMetrics: StoreMetrics
 
-    init(store: QuakeStore, configuration: DaemonConfiguration, logger: Logger) {
+    /// Registers what the store holds (``StoreMetrics``) in `metrics`, read when scraped.
+    init(store: QuakeStore, configuration: DaemonConfiguration, logger: Logger, metrics: QuakedMetrics) {
         self.store = store
         self.logger = logger
         self.settings = NIOLockedValueBox(
             (configuration.historyMaxAge, configuration.historyHardMaxAge, configuration.eventRetention))
+        self.storeMetrics = StoreMetrics(metrics)
+        metrics.onScrape { [weak self] in
+            guard let self else { return }
+            // Named clients not seen for history-hard-max-age hold nothing back and get no series.
+            let hardMaxAge = self.settings.withLockedValue { $0.hardMaxAge }
+            try self.storeMetrics.update(from: self.store, clientWindow: hardMaxAge)
+        }
     }
 
     func apply(_ configuration: DaemonConfiguration) {

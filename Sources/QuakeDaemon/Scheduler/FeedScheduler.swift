@@ -58,16 +58,27 @@ public final class FeedScheduler: Service, Sendable {
     private let observer: PullObserver
     private let state: NIOLockedValueBox<State>
     private let replanned = Wakeup()
+    private let pullMetrics: PullMetrics
 
-    public init(store: QuakeStore, puller: FeedPuller, plan: Plan, logger: Logger, observer: @escaping PullObserver) {
+    /// Registers its series (``PullMetrics``) in `metrics`; `observer` hears of every pull.
+    public init(
+        store: QuakeStore, puller: FeedPuller, plan: Plan, logger: Logger, metrics: QuakedMetrics,
+        observer: @escaping PullObserver = { _, _ in }
+    ) {
         self.store = store
         self.puller = NIOLockedValueBox(puller)
         self.logger = logger
         self.observer = observer
         self.state = NIOLockedValueBox(State(plan: plan))
+        self.pullMetrics = PullMetrics(metrics)
         let runtimes = plan.feeds.map { self.restoredRuntime($0) }
         state.withLockedValue { state in
             for (feed, runtime) in zip(plan.feeds, runtimes) { state.feeds[feed.name] = runtime }
+        }
+        pullMetrics.configureFeeds(plan.feeds.map(\.name))
+        metrics.onScrape { [weak self] in
+            guard let self else { return }
+            self.pullMetrics.update(self.statuses())
         }
     }
 
@@ -111,6 +122,7 @@ public final class FeedScheduler: Service, Sendable {
             }
             state.feeds = feeds
         }
+        pullMetrics.configureFeeds(plan.feeds.map(\.name))
         replanned.signal()
     }
 
@@ -320,6 +332,7 @@ public final class FeedScheduler: Service, Sendable {
             logger.notice("pulls work again", metadata: ["feed.failures": "\(previousFailures)"])
         }
         waiters.forEach { $0.resume(returning: result) }
+        pullMetrics.record(feed: status.name, result: result, duration: .milliseconds(status.durationMs ?? 0))
         await observer(status, result)
         return delay
     }
