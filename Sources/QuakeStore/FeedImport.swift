@@ -111,6 +111,8 @@ struct FeedImport {
             }
         } catch let error as FeedError {
             throw ImportError(error)
+        } catch let error as FeedSink.TooLarge {
+            throw ImportError(error)
         } catch let error as ImportError {
             throw error
         } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
@@ -191,15 +193,7 @@ struct FeedImport {
                     return countUnchangedByHash()
                 }
             }
-            let (buffer, range) =
-                switch location {
-                case .chunk(let range): (batch.chunk, range)
-                case .copied(let range): (batch.bytes, range)
-                }
-            let (decoded, texts) = try buffer.withUnsafeBytes { buffer in
-                try FeedParser.decodeElement(
-                    UnsafeRawBufferPointer(rebasing: buffer[range]), index: element.index, base: offset)
-            }
+            let (decoded, texts) = try batch.decode(location, index: element.index, offset: offset)
             switch decoded {
             case .record(let record):
                 return try texts.withUnsafeBytes { try apply(record, arena: $0, hash: element.hash) }

@@ -40,6 +40,12 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
         self.feedError = error
     }
 
+    init(_ error: FeedSink.TooLarge) {
+        self.init(
+            kind: .tooLarge, message: "the feed is larger than the maximum of \(error.maxBytes) bytes",
+            byteOffset: error.maxBytes, featureIndex: error.featureIndex)
+    }
+
     public var description: String {
         var where_: [String] = []
         if kind != .invalidFeed {  // a FeedError's own description already says where

@@ -124,17 +124,8 @@ public struct QuakeStore: Sendable {
         let commitSignal = commitSignal
         var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
             group.addTask {
-                let sink = FeedSink(pipe: pipe, maxBytes: maxBytes)
-                do {
-                    try await produce(sink)
-                    try await sink.finish()
-                    pipe.finish()
-                } catch is ChunkPipe.ConsumerGone {
-                    // The import stopped first, or the sink already failed the pipe with the
-                    // parser's error; that error is the one to report.
-                } catch {
-                    pipe.finish(throwing: error)
-                }
+                // Parses the document as it arrives (QuakeFeed), for the import to apply.
+                await pipe.produce(maxBytes: maxBytes, produce)
                 return nil
             }
             group.addTask {
@@ -220,27 +211,15 @@ public struct QuakeStore: Sendable {
     }
 }
 
-/// Where a producer writes a feed document's bytes during ``QuakeStore/importFeed(source:maxBytes:now:produce:)``.
-///
-/// The sink parses each chunk as it arrives, on the producer's side, and hands the parsed features
-/// to the import, so parsing and SQLite work overlap. A parse error (or going over `maxBytes`) is
-/// handed to the import the same way; `send` then throws ``ChunkPipe/ConsumerGone``.
-public struct FeedSink: Sendable {
-    let pipe: ChunkPipe
-    private let state: SinkState
+/// Where the producer of ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:produce:)``
+/// writes the document's bytes: QuakeFeed's sink, which parses them as they arrive and hands the
+/// decoded features to the import. Named here too, for callers of the store that do not import
+/// QuakeFeed.
+public typealias FeedSink = QuakeFeed.FeedSink
 
-    init(pipe: ChunkPipe, maxBytes: Int?) {
-        self.pipe = pipe
-        self.state = SinkState(maxBytes: maxBytes)
-    }
-
-    /// Passes the next chunk of the document to the import; waits while the import is behind.
-    public func send(_ chunk: [UInt8]) async throws {
-        guard !chunk.isEmpty else { return }
-        if let batch = try parse(chunk) { try await pipe.send(batch) }
-    }
-
-    /// Reads a file in 128 KiB chunks and sends them.
+extension FeedSink {
+    /// Reads a file in 128 KiB chunks and sends them (`file://` feeds,
+    /// ``QuakeStore/importFile(_:source:maxBytes:expiringBefore:)``).
     public func sendFile(at url: URL, chunkSize: Int = 128 * 1024) async throws {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
@@ -257,98 +236,7 @@ public struct FeedSink: Sendable {
             if failure == EINTR { continue }
             if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
             if chunk.isEmpty { return }
-            if let batch = try parse(chunk) { try await pipe.send(batch) }
+            try await send(chunk)
         }
-    }
-
-    /// Parses a chunk; returns the batch to send, if any. On a parse error the pipe fails with it.
-    private func parse(_ chunk: [UInt8]) throws -> ParsedBatch? {
-        do {
-            return try state.consume(chunk, decode: pipe.decodeEagerly)
-        } catch {
-            pipe.finish(throwing: error)
-            throw ChunkPipe.ConsumerGone()
-        }
-    }
-
-    /// The end of the document: checks it is complete and sends the last batch.
-    func finish() async throws {
-        let batch: ParsedBatch
-        do {
-            batch = try state.finish()
-        } catch {
-            pipe.finish(throwing: error)
-            throw ChunkPipe.ConsumerGone()
-        }
-        try await pipe.send(batch)
-    }
-}
-
-/// The sink's parser. Used by one producer at a time; the lock only makes that safe to assume.
-private final class SinkState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var parser = FeedParser()
-    private let maxBytes: Int?
-
-    init(maxBytes: Int?) {
-        self.maxBytes = maxBytes
-    }
-
-    func consume(_ chunk: [UInt8], decode: Bool) throws -> ParsedBatch? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let maxBytes, parser.bytesConsumed + chunk.count > maxBytes {
-            throw ImportError(
-                kind: .tooLarge, message: "the feed is larger than the maximum of \(maxBytes) bytes",
-                byteOffset: maxBytes, featureIndex: parser.featureCount)
-        }
-        var batch = ParsedBatch(elements: [], bytesConsumed: 0, featureCount: 0)
-        batch.chunk = chunk
-        do {
-            try chunk.withUnsafeBytes { chunkBytes in
-                let chunkStart = chunkBytes.baseAddress.map { Int(bitPattern: $0) } ?? 0
-                try parser.consume(chunkBytes, decode: decode) { element in
-                    let content: ParsedElement.Content
-                    switch element.decoded {
-                    case .record(let record):
-                        content = .record(record)
-                    case .skipped(let reason, _):
-                        content = .skipped(reason)
-                    case nil:
-                        let start = element.bytes.baseAddress.map { Int(bitPattern: $0) - chunkStart } ?? 0
-                        let location: ParsedElement.RawBytes
-                        if start >= 0 && start + element.bytes.count <= chunkBytes.count {
-                            location = .chunk(start..<start + element.bytes.count)
-                        } else {
-                            // Straddled chunks: the parser put it together in its own buffer.
-                            let copied = batch.bytes.count
-                            batch.bytes.append(contentsOf: element.bytes)
-                            location = .copied(copied..<batch.bytes.count)
-                        }
-                        content = .raw(
-                            id: element.id, hasAliases: element.hasAliases, bytes: location, offset: element.offset)
-                    }
-                    batch.elements.append(ParsedElement(index: element.index, hash: element.hash, content: content))
-                }
-            }
-        } catch let error as FeedError {
-            throw ImportError(error)
-        }
-        guard !batch.elements.isEmpty else { return nil }
-        batch.arena = parser.takeArena()
-        batch.bytesConsumed = parser.bytesConsumed
-        batch.featureCount = parser.featureCount
-        return batch
-    }
-
-    func finish() throws -> ParsedBatch {
-        lock.lock()
-        defer { lock.unlock() }
-        do {
-            try parser.finish()
-        } catch let error as FeedError {
-            throw ImportError(error)
-        }
-        return ParsedBatch(elements: [], bytesConsumed: parser.bytesConsumed, featureCount: parser.featureCount)
     }
 }

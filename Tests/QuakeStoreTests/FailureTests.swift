@@ -113,6 +113,10 @@ struct FailureTests {
             }
             #expect(error.kind == .tooLarge)
             #expect(String(describing: error).contains("200000"))
+            // The sink's limit (QuakeFeed's FeedSink.TooLarge), not a parser error.
+            #expect(error.message == "the feed is larger than the maximum of 200000 bytes")
+            #expect(error.byteOffset == 200_000 && error.feedError == nil)
+            #expect((error.featureIndex ?? 0) > 0)
             #expect(try StoreSnapshot(store) == before)
         }
     }

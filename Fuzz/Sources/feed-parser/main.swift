@@ -7,12 +7,16 @@
 //   `hasAliases` agree with the decoded record (the importer's fast path trusts them);
 // - after the consumer throws, parsing resumes where it stopped;
 // - the records' arena (`takeArena`) holds the same texts as the items;
+// - through the import's pipeline (a FeedSink's parser fed the chunks, decoding or not chunk by
+//   chunk, and its batches consumed as the import does, undecoded elements decoded from the
+//   batch), the items, error and counts are the parser's, and a document over the sink's
+//   maxBytes stops with FeedSink.TooLarge (SinkState is internal, hence the testable import);
 // - small limits (depth, element size) only add `.tooLarge` errors, chunked or not;
 // - the verdict on the JSON itself agrees with Varlink's JSONScanner (another strict parser);
 // - the items and metadata of a document it accepts are the model's (Model.swift).
 
 import FuzzSupport
-import QuakeFeed
+@testable import QuakeFeed
 import Varlink
 import VarlinkFuzzSupport
 
@@ -41,6 +45,11 @@ func fuzzFeedParser(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
 
     let throwing = run(input, chunks: choices.chunks(input), mode: .throwing(every: choices.next(in: 1...3)))
     compare(input, whole, throwing, "with a consumer that throws")
+
+    let pipeChunks = choices.chunks(input)
+    let eager = pipeChunks.map { _ in choices.next() % 2 == 0 }
+    let maxBytes = choices.next() % 4 == 0 ? choices.next(in: 0...input.count) : nil
+    checkPipe(input, whole, runSink(pipeChunks, eager: eager, maxBytes: maxBytes), maxBytes: maxBytes)
 
     var limits = FeedParser.Limits()
     limits.maxDepth = choices.next(in: 1...6)
@@ -193,6 +202,97 @@ func checkLazy(_ element: FeedElement, limits: FeedParser.Limits) -> FeedItem {
         }
     }
     return item
+}
+
+/// What came out of the import's pipeline.
+struct PipeOutcome {
+    var items: [FeedItem] = []
+    var error: (any Error)?
+    var featureCount = 0
+    var bytesConsumed = 0
+}
+
+/// Runs the chunks through a FeedSink's parser (its `SinkState`, called here as `send` and
+/// `finish` call it, without the ChunkPipe's threads: a task per input would cost the fuzzer most
+/// of its speed) and consumes the batches as the import does: `eager[i]` says whether the sink
+/// decodes chunk `i` (the import's `decodeEagerly`). A batch is handed over only when its chunk
+/// parsed; an error ends the document.
+func runSink(_ chunks: [ArraySlice<UInt8>], eager: [Bool], maxBytes: Int?) -> PipeOutcome {
+    let state = SinkState(maxBytes: maxBytes)
+    var batches: [ParsedBatch] = []
+    var outcome = PipeOutcome()
+    do {
+        for (chunk, eager) in zip(chunks, eager) where !chunk.isEmpty {
+            if let batch = try state.consume(Array(chunk), decode: eager) { batches.append(batch) }
+        }
+        batches.append(try state.finish())
+    } catch {
+        outcome.error = error
+    }
+    for batch in batches {
+        for element in batch.elements {
+            switch element.content {
+            case .record(let record):
+                outcome.items.append(
+                    batch.arena.withUnsafeBytes {
+                        DecodedElement.record(record).item(index: element.index, arena: $0)
+                    })
+            case .skipped(let reason):
+                outcome.items.append(.skipped(reason, index: element.index, detail: ""))
+            case .raw(let id, let hasAliases, let bytes, let offset):
+                let decoded: (DecodedElement, arena: [UInt8])
+                do {
+                    decoded = try batch.decode(bytes, index: element.index, offset: offset)
+                } catch {
+                    fail("element \(element.index) was passed on by the sink but does not decode: \(error)")
+                }
+                if case .record(let r) = decoded.0 {
+                    let decodedID = decoded.arena.withUnsafeBytes { FeatureRecord.string(r.id, in: $0) }
+                    check(
+                        id == decodedID,
+                        "sink: element \(element.index): id \(String(describing: id)), "
+                            + "decoded \(String(describing: decodedID))")
+                    check(hasAliases == r.hasAliases, "sink: element \(element.index): hasAliases")
+                }
+                outcome.items.append(decoded.arena.withUnsafeBytes { decoded.0.item(index: element.index, arena: $0) })
+            }
+        }
+        outcome.featureCount = batch.featureCount
+        outcome.bytesConsumed = batch.bytesConsumed
+    }
+    return outcome
+}
+
+/// Checks the pipeline's outcome against the parser's in one chunk (`whole`).
+func checkPipe(_ input: [UInt8], _ whole: Outcome, _ piped: PipeOutcome, maxBytes: Int?) {
+    var context: String { "\(show(input)) through the pipeline (maxBytes \(maxBytes.map(String.init) ?? "none"))" }
+    // The pipeline passes a skip's reason on, not its detail.
+    let expected = whole.items.map { item -> FeedItem in
+        if case .skipped(let reason, let index, _) = item { return .skipped(reason, index: index, detail: "") }
+        return item
+    }
+    let items = piped.items.map { item -> FeedItem in
+        if case .skipped(let reason, let index, _) = item { return .skipped(reason, index: index, detail: "") }
+        return item
+    }
+    switch piped.error {
+    case nil:
+        check(whole.error == nil, "\(context): accepted, the parser says \(String(describing: whole.error))")
+        check(maxBytes.map { input.count <= $0 } ?? true, "\(context): \(input.count) bytes accepted")
+        check(items == expected, "\(context): items differ:\n\(items)\nthe parser's:\n\(expected)")
+        check(piped.featureCount == whole.featureCount, "\(context): featureCount \(piped.featureCount)")
+        check(piped.bytesConsumed == input.count, "\(context): bytesConsumed \(piped.bytesConsumed)")
+    case let error as FeedError:
+        check(error == whole.error, "\(context): error \(error), the parser's \(String(describing: whole.error))")
+        check(Array(expected.prefix(items.count)) == items, "\(context): items are not a prefix of the parser's")
+    case let error as FeedSink.TooLarge:
+        check(maxBytes != nil && input.count > maxBytes!, "\(context): \(error) for \(input.count) bytes")
+        check(error.maxBytes == maxBytes, "\(context): \(error)")
+        check(error.featureIndex <= whole.featureCount, "\(context): \(error), \(whole.featureCount) features")
+        check(Array(expected.prefix(items.count)) == items, "\(context): items are not a prefix of the parser's")
+    case let error?:
+        fail("\(context): unexpected error \(error)")
+    }
 }
 
 /// Checks that `b` is the same outcome as `a` (`how`: how `b` was parsed, for messages).
