@@ -1,44 +1,49 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
+import Logging
 import QuakeDaemon
 import QuakeStore
 
-/// `quaked --once`: pull each feed, import it, report, exit non-zero if any pull failed.
+/// `quaked --once`: builds the daemon's components (``QuakedApplication``, as the daemon does),
+/// pulls each feed once through the scheduler, reports each, exits non-zero if any pull failed.
+/// No socket, no services running.
 struct OnceRun {
-    let store: QuakeStore
     let configuration: DaemonConfiguration
+    let loader: ConfigurationLoader
     let json: Bool
 
     func run() async throws {
-        let limits = configuration.pullLimits
-        let clients = FeedHTTPClients(
-            configuration: FeedPuller.clientConfiguration(limits: limits), proxies: configuration.proxy)
-        let puller = FeedPuller(clients: clients, limits: limits, userAgent: QuakedVersion.userAgent)
+        // The summary and the failures are printed here; the log has nothing to add.
+        let logger = Logger(label: "quaked") { _ in SwiftLogNoOpLogHandler() }
+        let app: QuakedApplication
+        do {
+            app = try QuakedApplication.build(configuration: configuration, loader: loader, logger: logger)
+        } catch {
+            QuakedCommand.fail("cannot open the store in \(configuration.stateDirectory): \(error)", exitCode: 1)
+        }
+        let store = app.store
         var failures = 0
-        let expiringBefore = configuration.eventRetention.map { Date().addingTimeInterval(-($0 / .seconds(1))) }
-        for source in configuration.feeds {
-            do {
-                // Conditional, with the validators of the body the store last imported.
-                let validators = try store.feedState(url: source.url.absoluteString)?.validators ?? .init()
-                let outcome = try await puller.pull(
-                    source, into: store, validators: validators, expiringBefore: expiringBefore)
-                print(render(outcome, source: source))
-            } catch {
+        for (status, result) in await app.pullEveryFeedOnce() {
+            switch result {
+            case .imported(let report, let httpStatus):
+                print(render(report, httpStatus: httpStatus, store: store, source: status))
+            case .notModified:
+                print(render(nil, httpStatus: 304, store: store, source: status))
+            case .failed(let failure):
                 failures += 1
-                FileHandle.standardError.write(Data("quaked: \(source): \(error)\n".utf8))
+                FileHandle.standardError.write(Data("quaked: \(status.name): \(failure)\n".utf8))
             }
         }
-        try await clients.shutdown()
+        try await app.shutdown()
         if failures > 0 { throw ExitCode(1) }
     }
 
-    private func render(_ outcome: FeedPuller.Outcome, source: FeedSource) -> String {
-        let report = outcome.report
+    /// One feed's line: the import's counts (nil when not modified), as text or as one JSON object.
+    private func render(_ report: ImportReport?, httpStatus: Int?, store: QuakeStore, source: FeedStatus) -> String {
         if json {
             var object: [String: Any] = [
-                "store": store.storeID, "source": source.url.absoluteString,
-                "httpStatus": outcome.httpStatus.map { $0 as Any } ?? NSNull(),
+                "store": store.storeID, "source": source.url,
+                "httpStatus": httpStatus.map { $0 as Any } ?? NSNull(),
             ]
             if let report {
                 object.merge([
@@ -58,9 +63,9 @@ struct OnceRun {
                 withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
             return String(decoding: data, as: UTF8.self)
         }
-        guard let report else { return "\(source): not modified" }
+        guard let report else { return "\(source.name): not modified" }
         let token = report.token.map { "token \($0)" } ?? "no changes"
-        return "\(source): \(report.features) features: +\(report.inserted) new, \(report.updated) updated, "
+        return "\(source.name): \(report.features) features: +\(report.inserted) new, \(report.updated) updated, "
             + "\(report.unchanged) unchanged, \(report.stale) stale, \(report.superseded) superseded, "
             + "\(report.skippedTotal) skipped\(report.expired > 0 ? " (\(report.expired) expired)" : "") · \(token) · "
             + "\(report.bytes) bytes in \(report.durationMs) ms"

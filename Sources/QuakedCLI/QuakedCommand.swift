@@ -141,9 +141,7 @@ public struct QuakedCommand: AsyncParsableCommand {
             return
         }
         if once {
-            let store = try Self.openStore(configuration)
-            defer { try? store.close() }
-            try await OnceRun(store: store, configuration: configuration, json: json).run()
+            try await OnceRun(configuration: configuration, loader: loader, json: json).run()
             return
         }
         QuakedLogging.bootstrap(level: configuration.logLevel, identifier: "quaked")

@@ -95,6 +95,36 @@ extension EndToEnd {
             }
         }
 
+        @Test("pulls through the daemon's scheduler: conditional with the stored validators, and a failure saves no backoff")
+        func conditionalAndNoBackoff() async throws {
+            try await FeedTestServer.withServer { server in
+                try await withTemporaryDirectory { dir in
+                    let fixture = Fixtures.usgs("rodu__quakemap__all_day.geojson")
+                    server.setResponse("/feed", .feed(fixture))
+                    let arguments = ["--once", "--feed", server.url("/feed"), "--state-directory", dir.path]
+                    let first = try await ChildProcess.run(quaked, arguments)
+                    #expect(first.status == 0, "\(first.stderr)")
+                    #expect(first.stdout.contains("151 features: +151 new"), "\(first.stdout)")
+                    let again = try await ChildProcess.run(quaked, arguments + ["--json"])
+                    #expect(again.status == 0, "\(again.stderr)")
+                    #expect(server.requests("/feed").last?.header("If-Modified-Since") == TestResponse.defaultLastModified)
+                    let object = try #require(
+                        try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+                    #expect(object["httpStatus"] as? Int == 304)
+                    #expect(object["notModified"] as? Bool == true)
+
+                    server.setResponse("/feed", .serviceUnavailable(retryAfter: "120"))
+                    let failed = try await ChildProcess.run(quaked, arguments)
+                    #expect(failed.status == 1)
+                    #expect(failed.stderr.contains("503 Service Unavailable"), "\(failed.stderr)")
+                    let store = try QuakeStore(directory: dir)
+                    defer { try? store.close() }
+                    let state = try #require(try store.feedState(url: server.url("/feed")))
+                    #expect(state.consecutiveFailures == 0 && state.nextAttempt == nil, "no backoff saved: \(state)")
+                }
+            }
+        }
+
         @Test("a bad feed is a configuration error (exit 78) naming the key")
         func badFeedArgument() async throws {
             let result = try await ChildProcess.run(

@@ -5,12 +5,15 @@ import QuakeSystemd
 import QuakeStore
 import ServiceLifecycle
 import UnixSignals
+import Varlink
 
 /// The long-running quaked: opens the store and the control socket, then runs the services
 /// (control server, feed scheduler, store maintenance, SIGHUP reload, watchdog) in one
 /// `ServiceGroup` until SIGTERM or SIGINT.
 ///
-/// `main` and the tests both come through here, so tests run the real wiring.
+/// The components are ``QuakedApplication``'s (`quaked --once` builds the same); this adds the
+/// sockets, the signals and systemd. `main` and the tests both come through here, so tests run
+/// the real wiring.
 public enum Daemon {
     /// Runs until a graceful shutdown completes. Throws start-up failures (store, socket); a
     /// socket directory `socketDirectory`'s rule refuses is a ``ConfigurationError``.
@@ -35,53 +38,31 @@ public enum Daemon {
         if controlSocket == nil {
             try ControlSocket.prepareDirectory(of: configuration.socketPath, socketDirectory)
         }
-        let store = try QuakeStore(directory: URL(fileURLWithPath: configuration.stateDirectory))
-        defer { try? store.close() }
-        let metricsListening = try await MetricsListener.open(
-            address: configuration.metricsListen, activated: metricsSocket)
-        let (listener, origin) = try await ControlSocket.open(
-            path: configuration.socketPath, group: configuration.socketGroup, activated: controlSocket,
-            limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
-
-        // Each component registers its own series here.
-        let metrics = QuakedMetrics()
-        let historyMetrics = try HistoryMetrics(metrics: metrics, store: store, logger: logger)
-        let httpClients = FeedHTTPClients(
-            configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits),
-            proxies: configuration.proxy)
-        let puller = FeedPuller(
-            clients: httpClients, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
-        let broadcaster = ChangeBroadcaster(store: store, metrics: metrics)
-        let scheduler = FeedScheduler(
-            store: store, puller: puller, plan: FeedScheduler.Plan(configuration), logger: logger, metrics: metrics
-        ) { status, result in
-            notifier.status(StatusLine.make(store: store, feed: status, result: result))
+        let app = try QuakedApplication.build(
+            configuration: configuration, loader: loader, notifier: notifier, logger: logger)
+        let store = app.store
+        let metricsListening: MetricsListener.Socket?
+        let listener: VarlinkServer.Listener
+        let origin: ControlSocket.Origin
+        do {
+            metricsListening = try await MetricsListener.open(
+                address: configuration.metricsListen, activated: metricsSocket)
+            (listener, origin) = try await ControlSocket.open(
+                path: configuration.socketPath, group: configuration.socketGroup, activated: controlSocket,
+                limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
+        } catch {
+            try? await app.shutdown()
+            throw error
         }
-        let maintenance = StoreMaintenance(store: store, configuration: configuration, logger: logger, metrics: metrics)
-        let backfills = BackfillRunner(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
-        let catalogSync = CatalogSync(
-            store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
-        let reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) {
-            new in
-            scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
-            maintenance.apply(new)
-            backfills.apply(.init(new))
-            catalogSync.apply(.init(new))
-        }
-        let exporter = MetricsExporter(metrics: metrics, logger: logger)
         let server = ControlServer(
-            listener: listener, origin: origin,
-            service: QuakedService(
-                store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, metrics: exporter,
-                backfills: backfills, catalogSync: catalogSync, logger: logger),
-            limits: configuration.serverLimits, logger: logger, metrics: metrics)
+            listener: listener, origin: origin, service: app.service, limits: configuration.serverLimits,
+            logger: logger, metrics: app.metrics)
+        let exporter = app.exporter
 
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: broadcaster), .init(service: server), .init(service: scheduler), .init(service: maintenance),
-            .init(service: ReloadOnHangup(reloader: reloader, signals: hangups)),
-            .init(service: historyMetrics), .init(service: backfills), .init(service: catalogSync),
-        ]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = app.services(serving: server).map {
+            .init(service: $0)
+        }
+        services.append(.init(service: ReloadOnHangup(reloader: app.reloader, signals: hangups)))
         if let metricsListening {
             // A listener that fails is logged and the daemon goes on.
             services.append(
@@ -128,10 +109,10 @@ public enum Daemon {
                 tasks.cancelAll()
             }
         } catch {
-            try? await httpClients.shutdown()
+            try? await app.shutdown()
             throw error
         }
-        try await httpClients.shutdown()
+        try await app.shutdown()
         logger.info("quaked stopped")
     }
 }

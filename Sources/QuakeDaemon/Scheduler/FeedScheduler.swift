@@ -213,7 +213,7 @@ public final class FeedScheduler: Service, Sendable {
                 await wakeup.wait(until: due)
                 if Task.isCancelled { return }
             }
-            let delay = await pullOnce(feed)
+            let delay = await pullOnce(feed).delay
             due = ContinuousClock.now + delay
             state.withLockedValue { state in
                 state.feeds[feed.name]?.status.nextPull = Date().addingTimeInterval(delay.timeInterval)
@@ -221,8 +221,24 @@ public final class FeedScheduler: Service, Sendable {
         }
     }
 
-    /// One pull: records the status, answers waiting refreshes, returns the delay to the next pull.
-    private func pullOnce(_ feed: FeedSource) async -> Duration {
+    /// Pulls every feed once, one after another, now, without the loops (`quaked --once`): each
+    /// pull is the one the loops make (conditional, its status, metrics and log), but a failure
+    /// saves no backoff. Returns each feed's status and result, in configured order.
+    public func pullEachOnce() async -> [(FeedStatus, PullResult)] {
+        var results: [(FeedStatus, PullResult)] = []
+        for feed in state.withLockedValue({ $0.plan.feeds }) {
+            let (_, status, result) = await pullOnce(feed, savingBackoff: false)
+            results.append((status, result))
+        }
+        return results
+    }
+
+    /// One pull: records the status, answers waiting refreshes, returns the delay to the next
+    /// pull, the status and the result. A failure's backoff is saved in the store unless
+    /// `savingBackoff` is false.
+    private func pullOnce(_ feed: FeedSource, savingBackoff: Bool = true) async -> (
+        delay: Duration, status: FeedStatus, result: PullResult
+    ) {
         let (validators, policy, retention) = state.withLockedValue { state in
             state.feeds[feed.name]?.status.lastAttempt = Date()
             return (state.feeds[feed.name]?.validators ?? .init(), state.plan.policy, state.plan.eventRetention)
@@ -305,7 +321,7 @@ public final class FeedScheduler: Service, Sendable {
             logger.log(level: level, "pull failed", metadata: metadata)
             // The backoff outlives a restart; a cancelled pull (quaked stopping) is no failure of
             // the server's and leaves what was saved.
-            if !Task.isCancelled {
+            if savingBackoff, !Task.isCancelled {
                 let next = Date().addingTimeInterval(delay.timeInterval)
                 state.withLockedValue { $0.feeds[feed.name]?.notBefore = next }
                 do {
@@ -334,7 +350,7 @@ public final class FeedScheduler: Service, Sendable {
         waiters.forEach { $0.resume(returning: result) }
         pullMetrics.record(feed: status.name, result: result, duration: .milliseconds(status.durationMs ?? 0))
         await observer(status, result)
-        return delay
+        return (delay, status, result)
     }
 
 }
