@@ -1,5 +1,6 @@
 import GRDB
 import QuakeFeed
+import QuakeModel
 
 /// One stored value of a quake field, as history records it: what an update changed from and to.
 ///
@@ -35,6 +36,15 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
 
     private enum Member: String, CodingKey {
         case int, float, string
+    }
+
+    /// The member a value of a field of `kind` is stored under (`"float"` for a real field).
+    static func member(of kind: QuakeField.Kind) -> String {
+        switch kind {
+        case .integer: Member.int.rawValue
+        case .real: Member.float.rawValue
+        case .text: Member.string.rawValue
+        }
     }
 
     public init(from decoder: any Decoder) throws {

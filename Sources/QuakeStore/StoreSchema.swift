@@ -306,15 +306,13 @@ enum HistoryImages {
     /// The inserts of deferred-image transactions (see migration v8) whose quake the transaction
     /// `?1` changes or deletes: their images become the values before that change.
     static let fillDeferred: String = {
-        let typed: [String: String] = [
-            "mag": "float", "lat": "float", "lon": "float", "time": "int", "type": "string", "alert": "string",
-            "tsunami": "int", "status": "string", "sig": "int",
-        ]
         let before = zip(QuakeImage.historyColumns, QuakeImage.columns).map { column, field in
-            """
-            CASE WHEN c.kind = 'update' AND json_type(c.atOld, '$.\(field)') IS NOT NULL
-                THEN json_extract(c.atOld, '$.\(field).\(typed[field]!)') ELSE c.\(column) END
-            """
+            // atOld holds FieldValues: the member is the field's kind's (QuakeRecord.fields).
+            let member = FieldValue.member(of: QuakeRecord.fields[QuakeRecord.index(of: field)!].kind)
+            return """
+                CASE WHEN c.kind = 'update' AND json_type(c.atOld, '$.\(field)') IS NOT NULL
+                    THEN json_extract(c.atOld, '$.\(field).\(member)') ELSE c.\(column) END
+                """
         }
         return """
             UPDATE historyChanges AS h SET \(assigned) = (\(before.joined(separator: ", ")))

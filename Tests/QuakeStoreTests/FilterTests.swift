@@ -52,4 +52,19 @@ struct FilterTests {
             #expect(sent == [["insert us1"], ["delete us1"]])
         }
     }
+
+    @Test("a deferred image reads each field's old value under the member history stores it with")
+    func deferredImageMembers() throws {
+        var quake = FeedFeature(id: "us1", time: 1_700_000_000_000)
+        (quake.mag, quake.lat, quake.lon, quake.type, quake.alert) = (4.5, 35.5, -120.25, "earthquake", "green")
+        (quake.tsunami, quake.status, quake.sig) = (1, "reviewed", 312)
+        let values = QuakeColumns.values(of: quake)
+        for field in QuakeImage.columns {
+            let value = FieldValue(values[try #require(QuakeColumns.names.firstIndex(of: field))])
+            // {"float":4.5}: the one member, as an update's old value is stored in atOld.
+            let json = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+            let member = try #require(json.split(separator: "\"").first { $0 != "{" })
+            #expect(HistoryImages.fillDeferred.contains("'$.\(field).\(member)'"), "\(field): \(json)")
+        }
+    }
 }
