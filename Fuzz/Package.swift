@@ -1,11 +1,11 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// libFuzzer targets for quaked's parsers: build and run them with `scripts/fuzz` (see README.md,
-// "Fuzzing"), which builds with QUAKED_FUZZ set so that the root package instruments the modules
-// under test (see the end of ../Package.swift). A package of its own, so the normal build never
-// compiles them. Each target is one main.swift defining `LLVMFuzzerTestOneInput` and running
-// libFuzzer's driver.
+// libFuzzer targets for quaked's parsers: build and run them with `scripts/fuzz` (see
+// docs/development.md, "Fuzzing"), which builds with QUAKED_FUZZ set so that the root package
+// instruments the modules under test (see the end of ../Package.swift). A package of its own, so
+// the normal build never compiles them. Each target is one main.swift defining
+// `LLVMFuzzerTestOneInput` and running libFuzzer's driver.
 // The harness itself is checked by AddressSanitizer but not instrumented for coverage: its
 // branches would only distract the fuzzer from those of the code under test.
 var harness: [SwiftSetting] { [.unsafeFlags(["-sanitize=address"])] }

@@ -5,8 +5,9 @@ import QuakeModel
 
 /// The database schema, as named migrations.
 ///
-/// This is the one source of truth for the file format documented in README.md ("The database
-/// file"). Migrations are never edited once shipped: change the schema by appending a new one.
+/// This is the one source of truth for the file format documented in docs/operations.md ("The
+/// database file"). Migrations are never edited once shipped: change the schema by appending a
+/// new one.
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
