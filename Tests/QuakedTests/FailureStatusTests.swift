@@ -59,8 +59,11 @@ extension EndToEnd {
         @Test("a pull that gets no answer is a transport failure without an HTTP status")
         func transportFailure() async throws {
             try await withTemporaryDirectory { dir in
-                // Nothing listens on port 9 of 127.0.0.1 (discard): the connection is refused.
-                let daemon = try await DaemonHarness(in: dir, ["--feed", "http://127.0.0.1:9/feed", "--interval", "1h"])
+                // Nothing listens on port 9 of 127.0.0.1 (discard): the connection is refused (and
+                // retried by the HTTP client until the connect timeout).
+                let daemon = try await DaemonHarness(
+                    in: dir, ["--feed", "http://127.0.0.1:9/feed", "--interval", "1h"],
+                    environment: ["QUAKED_CONNECT_TIMEOUT": "1s"])
                 try await waitUntil(timeout: .seconds(20)) {
                     try await Self.feedStatus(daemon)["consecutiveFailures"] as? Int == 1
                 }
