@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import QuakeModel
 
 /// What a server said about the body it sent, for a conditional request next time.
 public struct FeedValidators: Sendable, Hashable, Codable {
@@ -59,7 +60,7 @@ extension QuakeStore {
             return FeedState(
                 validators: FeedValidators(lastModified: row["lastModified"], etag: row["etag"]),
                 consecutiveFailures: row["consecutiveFailures"],
-                nextAttempt: nextAttempt.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                nextAttempt: nextAttempt.map { QuakeTime.date($0) })
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import QuakeFeed
+import QuakeModel
 
 /// Filters for ``QuakeStore/query(_:)``; every filter that is set must match.
 public struct QuakeQuery: Sendable, Hashable, Codable {
@@ -196,7 +197,7 @@ extension QuakeStore {
     public func lastChange() throws -> Date? {
         try pool.read { db in
             try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM historyTransactions WHERE author = 'import'")
-                .map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                .map { QuakeTime.date($0) }
         }
     }
 }
