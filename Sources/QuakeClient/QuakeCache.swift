@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import QuakeFeed
 import GRDBSQLite
+import QuakeModel
 import QuakeProtocol
 import Varlink
 
@@ -158,7 +159,7 @@ public struct QuakeCache: Sendable {
     /// exactly when it is applied. The outbox is this cache's own: other caches have none.
     @discardableResult
     public func apply(_ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry]) throws -> Bool {
-        let now = Date()
+        let now = QuakeTime.now()
         return try writer.write { db in
             guard let position = try Self.position(db), position.storeId == storeId,
                 position.token < transaction.token
@@ -176,18 +177,18 @@ public struct QuakeCache: Sendable {
                 }
             }
             try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")
-                .execute(arguments: [transaction.token, Self.milliseconds(now)])
+                .execute(arguments: [transaction.token, now])
             return true
         }
     }
 
     /// Moves the token on past transactions a filter left out (nothing in them to apply).
     public func advance(storeId: String, to token: Int) throws {
-        let now = Date()
+        let now = QuakeTime.now()
         try writer.write { db in
             try db.execute(
                 sql: "UPDATE position SET token = ?, appliedAt = ? WHERE storeId = ? AND token < ?",
-                arguments: [token, Self.milliseconds(now), storeId, token])
+                arguments: [token, now, storeId, token])
         }
     }
 
@@ -208,14 +209,14 @@ public struct QuakeCache: Sendable {
     /// Returns how many quakes the cache now holds.
     @discardableResult
     public func finishReset(storeId: String, token: Int, filter: String? = nil) throws -> Int {
-        let now = Date()
+        let now = QuakeTime.now()
         return try writer.write { db in
             try db.execute(sql: "DELETE FROM quakes")
             try db.execute(sql: "INSERT INTO quakes SELECT * FROM staging")
             try db.execute(sql: "DELETE FROM staging")
             try db.execute(
                 sql: "INSERT OR REPLACE INTO position (one, storeId, token, appliedAt, filter) VALUES (1, ?, ?, ?, ?)",
-                arguments: [storeId, token, Self.milliseconds(now), filter])
+                arguments: [storeId, token, now, filter])
             return try Int.fetchOne(db, sql: "SELECT count(*) FROM quakes") ?? 0
         }
     }
@@ -329,10 +330,6 @@ public struct QuakeCache: Sendable {
 
     private static func decode(_ json: String) throws -> IOQuaked.Quake {
         try IOQuaked.Quake.decode(json: Array(json.utf8))
-    }
-
-    static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 }
 
