@@ -13,10 +13,14 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     let sendNow: (@Sendable (ByteBuffer) -> Bool)?
     /// The event loop of the connection, when there is one: ``trySend`` costs least from it.
     public let eventLoop: (any EventLoop)?
+    /// Told once the last reply has been written: a call its client leaves right after reading
+    /// that reply was answered, not cut short by the disconnection.
+    let answered: (@Sendable () -> Void)?
 
     public init(
         more: Bool, oneway: Bool, peer: PeerCredentials?, write: @escaping @Sendable (ByteBuffer) async throws -> Void,
-        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil, eventLoop: (any EventLoop)? = nil
+        sendNow: (@Sendable (ByteBuffer) -> Bool)? = nil, eventLoop: (any EventLoop)? = nil,
+        answered: (@Sendable () -> Void)? = nil
     ) {
         self.more = more
         self.oneway = oneway
@@ -24,6 +28,7 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
         self.write = write
         self.sendNow = sendNow
         self.eventLoop = eventLoop
+        self.answered = answered
     }
 
     /// Sends a frame at once, without waiting, if the connection can take it now: nothing else is
@@ -38,13 +43,16 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
         guard !oneway else { return }
         assert(!continues || more, "continues on a call made without more")
         try await write(ByteBuffer(bytes: VarlinkReply.frame(reply, continues: continues && more)))
+        if !(continues && more) { answered?() }
     }
 
     /// Sends a frame encoded once for many callers (a notification to every subscriber): the
-    /// buffer is shared, not copied.
+    /// buffer is shared, not copied. To a call made with `more` the frame is one of its continuing
+    /// replies; to any other call it is the reply.
     public func reply(frame: ByteBuffer) async throws {
         guard !oneway else { return }
         try await write(frame)
+        if !more { answered?() }
     }
 
     /// Requires the call to have been made with `more` (else `ExpectedMore`).
@@ -60,6 +68,7 @@ public struct VarlinkRequest: Sendable {
     let write: @Sendable (ByteBuffer) async throws -> Void
     let sendNow: (@Sendable (ByteBuffer) -> Bool)?
     let eventLoop: (any EventLoop)?
+    let answered: (@Sendable () -> Void)?
 
     /// The parameters, decoded strictly (an error names the field: InvalidParameter).
     public func parameters<P: VarlinkValue>(_ type: P.Type) throws(VarlinkParameterError) -> P {
@@ -68,7 +77,8 @@ public struct VarlinkRequest: Sendable {
 
     public func context<R: VarlinkValue>() -> VarlinkCallContext<R> {
         VarlinkCallContext(
-            more: call.more, oneway: call.oneway, peer: peer, write: write, sendNow: sendNow, eventLoop: eventLoop)
+            more: call.more, oneway: call.oneway, peer: peer, write: write, sendNow: sendNow, eventLoop: eventLoop,
+            answered: answered)
     }
 }
 

@@ -291,16 +291,19 @@ public final class VarlinkServer: Sendable {
             guard let interface = interfaces[call.interface] else {
                 throw OrgVarlinkService.InterfaceNotFound(interface: call.interface)
             }
+            let answered = NIOLockedValueBox(false)
             let request = VarlinkRequest(
-                call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow, eventLoop: eventLoop)
+                call: call, peer: peer, write: respond, sendNow: call.oneway ? nil : sendNow, eventLoop: eventLoop,
+                answered: { answered.withLockedValue { $0 = true } })
             outcome.method = call.method
             guard try await interface.handle(call.member, request) else {
                 outcome.method = nil
                 throw OrgVarlinkService.MethodNotFound(method: call.method)
             }
             // A call cancelled because its connection closed (a Subscribe whose client went
-            // away ends quietly) was cut short by the disconnection, not answered.
-            if Task.isCancelled { outcome.error = CallOutcome.disconnected }
+            // away ends quietly) was cut short by the disconnection, not answered; one whose
+            // client read its last reply and left at once was answered.
+            if Task.isCancelled, !answered.withLockedValue({ $0 }) { outcome.error = CallOutcome.disconnected }
         } catch let error as VarlinkParameterError {
             outcome.error = OrgVarlinkService.InvalidParameter.name
             try await respond(reply(VarlinkReply.frame(error: OrgVarlinkService.InvalidParameter(parameter: error.parameter))))
