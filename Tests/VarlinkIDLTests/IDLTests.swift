@@ -73,9 +73,9 @@ struct IDLTests {
             for field in error.fields {
                 writer.key(field.name)
                 switch field.type {
-                case .int: writer.int(1)
-                case .string: writer.string("x")
-                default: Issue.record("unexpected error field type in \(error.name)")
+                case .int, .optional(.int): writer.int(1)
+                case .string, .optional(.string): writer.string("x")
+                default: Issue.record("unexpected error field type in \(error.name).\(field.name)")
                 }
             }
             writer.endObject()
