@@ -87,6 +87,7 @@ let package = Package(
         .target(
             name: "QuakeDaemon",
             dependencies: [
+                "QuakeModel",
                 "QuakeFeed",
                 "QuakeStore",
                 "QuakeProtocol",

@@ -15,10 +15,11 @@ import Varlink
 /// which moves the cursor in the import's own transaction. Progress (the window in flight, the
 /// rate, the estimate) is kept in memory and published to whoever follows the job.
 public final class BackfillRunner: Service, Sendable {
+    /// Made from the configuration (``init(_:)``), whose defaults are the only ones.
     struct Settings: Sendable, Equatable {
-        var pager = CatalogPager.Settings()
-        var limits = FeedPuller.Limits()
-        var defaultCatalog = CatalogService.usgs
+        var pager: CatalogPager.Settings
+        var limits: FeedPuller.Limits
+        var defaultCatalog: CatalogService
         var eventRetention: Duration?
     }
 

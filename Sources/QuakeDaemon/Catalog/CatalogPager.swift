@@ -15,12 +15,13 @@ import QuakeStore
 /// not worth retrying, paging stops with ``CatalogPagingError``. Every window imported before
 /// then stays imported.
 struct CatalogPager: Sendable {
+    /// Made from the configuration (``init(_:)``), whose defaults are the only ones.
     struct Settings: Sendable, Equatable {
         /// Between two requests.
-        var pause: Duration = .seconds(1)
+        var pause: Duration
         /// Failures of one window in a row before paging gives up.
-        var attempts = 5
-        var retry = RetryPolicy(interval: .seconds(60), initialDelay: .seconds(10), maxDelay: .seconds(900))
+        var attempts: Int
+        var retry: RetryPolicy
         /// The shortest window: a service that refuses even this is lying about its limit.
         var minSpan: Int64 = 1000
     }

@@ -20,16 +20,17 @@ import Varlink
 /// so for those times it asks for what changed since then, less the overlap, when that is earlier
 /// (an update made upstream after a window was fetched is never skipped). See ``firstRunPieces``.
 final class CatalogSync: Service, Sendable {
+    /// Made from the configuration (``init(_:)``), whose defaults are the only ones.
     struct Settings: Sendable, Equatable {
         var service: CatalogService?
-        var interval: Duration = .seconds(900)
-        var overlap: Duration = .seconds(600)
+        var interval: Duration
+        var overlap: Duration
         /// How far back the first run (no position yet) asks for updates, outside backfilled times.
-        var since: Duration = .seconds(86_400)
+        var since: Duration
         var minMagnitude: Double?
         var region: CatalogRegion?
-        var pager = CatalogPager.Settings()
-        var limits = FeedPuller.Limits()
+        var pager: CatalogPager.Settings
+        var limits: FeedPuller.Limits
         var eventRetention: Duration?
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import QuakeFeed
+import QuakeModel
 import QuakeProtocol
 import QuakeStore
 import Varlink
@@ -110,7 +111,7 @@ extension IOQuaked.FeedStatus {
             retryAfter: status.failure?.retryAfter.map(Self.milliseconds))
     }
 
-    static func milliseconds(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func milliseconds(_ date: Date) -> Int { Int(QuakeTime.milliseconds(date)) }
 }
 
 extension IOQuaked.ReloadFailed {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import QuakeFeed
+import QuakeModel
 import QuakeProtocol
 import QuakeStore
 import Varlink
@@ -238,7 +239,7 @@ public struct QuakedService: IOQuaked.Service {
         async throws
     {
         try requireAdministrator(call.peer)
-        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let now = Int(QuakeTime.now())
         let start = parameters.start
         let end = parameters.end ?? now
         guard start >= 0 else { throw OrgVarlinkService.InvalidParameter(parameter: "start") }
