@@ -228,8 +228,33 @@ public enum Formatting {
     ) -> String {
         let when = Formatting.time(time, style, now: now)
         let shownPlace = place.map { Formatting.place($0, style.units) } ?? "(unknown place)"
-        return "\(magnitudeColumn(mag, style))  \(fit(shownPlace, placeWidth))  "
-            + "\(fit(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16))  \(style.dim(id))"
+        // Appended to one string (a catch-up prints one of these per change): the columns' padding
+        // is written in place rather than made as strings of its own and joined.
+        var row = ""
+        row.reserveCapacity(placeWidth + id.utf8.count + 64)
+        let magnitude = magnitude(mag)
+        row += style.paint(magnitude, magnitudeColor(mag))
+        pad(&row, max(0, 6 - magnitude.utf8.count) + 2)
+        appendFitted(shownPlace, placeWidth, to: &row)
+        pad(&row, 2)
+        appendFitted(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
+        pad(&row, 2)
+        row += style.dim(id)
+        return row
+    }
+
+    /// ``fit(_:_:)``'s text, appended to `row`.
+    static func appendFitted(_ text: String, _ width: Int, to row: inout String) {
+        if let count = asciiCount(text), count <= width {
+            row += text
+            pad(&row, width - count)
+        } else {
+            row += fit(text, width)
+        }
+    }
+
+    static func pad(_ row: inout String, _ count: Int) {
+        for _ in 0..<max(0, count) { row.unicodeScalars.append(" ") }
     }
 
     /// A width for the place column that suits these places (between 12 and 48 characters).
