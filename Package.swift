@@ -240,6 +240,10 @@ let package = Package(
             dependencies: ["QuakeSystemd"]
         ),
         .testTarget(
+            name: "QuakedCLITests",
+            dependencies: ["QuakedCLI", "QuakeDaemon", "QuakeTestSupport"]
+        ),
+        .testTarget(
             name: "QuakeMapTests",
             dependencies: ["QuakeMap"]
         ),
