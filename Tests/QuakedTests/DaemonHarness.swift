@@ -36,7 +36,9 @@ final class DaemonHarness: @unchecked Sendable {
         var description: String { "quaked exited early:\n\(stderr)" }
     }
 
-    /// One call on a fresh connection. The blocking socket read runs on a Dispatch thread, so
+    /// One hand-written call on a fresh connection, for what the generated types cannot say (a
+    /// method the interface does not have); every other call goes through the typed `call` and
+    /// `result` (DaemonCalls.swift). The blocking socket read runs on a Dispatch thread, so
     /// in-process servers (the feed server) keep running while the daemon works on the call.
     func call(_ method: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
         let request = String(
@@ -52,10 +54,6 @@ final class DaemonHarness: @unchecked Sendable {
             return reply
         }
         return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
-    }
-
-    func status() async throws -> [String: Any] {
-        try await call("io.quaked.GetStatus")["parameters"] as? [String: Any] ?? [:]
     }
 
     /// Stops with SIGTERM and returns the exit status.

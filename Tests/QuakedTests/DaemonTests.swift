@@ -1,7 +1,9 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
+import Varlink
 
 /// quaked as a long-running process against a real HTTP server on 127.0.0.1.
 extension EndToEnd {
@@ -22,12 +24,12 @@ extension EndToEnd {
                     #expect(requests[0].header("If-Modified-Since") == nil)
                     #expect(requests[1].header("If-Modified-Since") == TestResponse.defaultLastModified)
                     #expect(requests.allSatisfy { $0.header("Accept-Encoding")?.contains("gzip") == true })
-                    let status = try await daemon.status()
-                    #expect(status["headToken"] as? Int == 1)
-                    #expect(status["quakeCount"] as? Int == 151)
-                    let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
-                    #expect(feed["lastResult"] as? String == "notModified")
-                    #expect(feed["httpStatus"] as? Int == 304)
+                    let status = try await daemon.getStatus()
+                    #expect(status.headToken == 1)
+                    #expect(status.quakeCount == 151)
+                    let feed = try #require(status.feeds.first)
+                    #expect(feed.lastResult == .notModified)
+                    #expect(feed.httpStatus == 304)
                     #expect(try await daemon.stop() == 0)
                 }
             }
@@ -55,7 +57,7 @@ extension EndToEnd {
                             later - earlier >= .milliseconds(1600),
                             "pulls must wait for max-age=2, not the 1 s interval")
                     }
-                    #expect(try await daemon.status()["headToken"] as? Int == 1)
+                    #expect(try await daemon.getStatus().headToken == 1)
                     #expect(try await daemon.stop() == 0)
                 }
             }
@@ -70,7 +72,7 @@ extension EndToEnd {
                     server.setResponses("/feed", [.uncachedFeed(Self.day), second])
                     let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
                     try await server.waitForRequests("/feed", count: 3, timeout: .seconds(20))
-                    try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 2 }
+                    try await waitUntil(timeout: .seconds(10)) { try await daemon.getStatus().headToken == 2 }
                     let expected = Set(try FeedDocument(contentsOf: Self.day).ids).union(
                         try FeedDocument(contentsOf: Self.week).ids)
                     #expect(try daemon.withStore { Set(try $0.allQuakes().map(\.id)) } == expected)
@@ -111,7 +113,7 @@ extension EndToEnd {
                             "QUAKED_RETRY_INITIAL_DELAY": "300ms", "QUAKED_RETRY_MAX_DELAY": "2s",
                             "QUAKED_TOTAL_TIMEOUT": "4s", "QUAKED_MAX_FEED_SIZE": "2M",
                         ])
-                    try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+                    try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().headToken == 1 }
                     let afterFirst = try daemon.withStore { try StoreSnapshotText($0) }
                     #expect(afterFirst.head == 1)
                     // Through every failure, the store stays as the first import left it.
@@ -125,20 +127,19 @@ extension EndToEnd {
                         #expect(try daemon.withStore { try StoreSnapshotText($0) } == afterFirst)
                         #expect(daemon.process.isRunning)
                     }
-                    let status = try await daemon.status()
-                    let feed = try #require((status["feeds"] as? [[String: Any]])?.first)
-                    #expect(feed["lastResult"] as? String == "failed")
-                    #expect((feed["consecutiveFailures"] as? Int ?? 0) >= 6, "\(daemon.process.stderr)")
-                    #expect(feed["lastError"] as? String != nil)
+                    let feed = try #require(try await daemon.getStatus().feeds.first)
+                    #expect(feed.lastResult == .failed)
+                    #expect(feed.consecutiveFailures >= 6, "\(daemon.process.stderr)")
+                    #expect(feed.lastError != nil)
 
                     // Recovery: the ninth answer is a good feed.
                     try await server.waitForRequests("/feed", count: 9, timeout: .seconds(30))
-                    try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 2 }
+                    try await waitUntil(timeout: .seconds(10)) { try await daemon.getStatus().headToken == 2 }
                     // The feed's status follows the import's commit by a moment (the pull returns
                     // first): wait for it rather than race it.
                     try await waitUntil(timeout: .seconds(10)) {
-                        let recovered = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
-                        return recovered["consecutiveFailures"] as? Int == 0
+                        let recovered = try #require(try await daemon.getStatus().feeds.first)
+                        return recovered.consecutiveFailures == 0
                     }
 
                     // Delays grew while failing: 500, 500 (~0.3 s, ~0.6 s), then Retry-After 2 s.
@@ -164,17 +165,14 @@ extension EndToEnd {
                             chunkSize: size / 15, delay: .milliseconds(100)))
                     let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1h"])
                     try await server.waitForRequests("/feed", count: 1)
-                    let calls = [
-                        #"{"method":"io.quaked.Refresh"}"#,
-                        #"{"method":"io.quaked.Refresh","parameters":{"feed":"\#(server.url("/feed"))"}}"#,
-                    ]
-                    let texts = try await withThrowingTaskGroup(of: String.self) { group -> [String] in
+                    let calls: [IOQuaked.Refresh.Parameters] = [.init(), .init(feed: server.url("/feed"))]
+                    let replies = try await withThrowingTaskGroup(of: IOQuaked.Refresh.Reply.self) {
+                        group -> [IOQuaked.Refresh.Reply] in
                         for call in calls {
                             group.addTask {
                                 try await onBlockingThread {
-                                    let client = try UnixSocketClient(path: daemon.socketPath)
-                                    try client.send(call)
-                                    return try client.receive(timeout: .seconds(20)) ?? ""
+                                    try UnixSocketClient(path: daemon.socketPath).call(
+                                        IOQuaked.Refresh.self, call, timeout: .seconds(20))
                                 }
                             }
                         }
@@ -185,17 +183,14 @@ extension EndToEnd {
                             throw error
                         }
                     }
-                    for text in texts {
-                        let reply = try #require(
-                            try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-                        let result = try #require(
-                            ((reply["parameters"] as? [String: Any])?["results"] as? [[String: Any]])?.first)
-                        #expect(result["result"] as? String == "imported")
-                        #expect((result["counts"] as? [String: Any])?["inserted"] as? Int == 151)
+                    for reply in replies {
+                        let result = try #require(reply.results.first)
+                        #expect(result.result == .imported)
+                        #expect(result.counts?.inserted == 151)
                     }
                     #expect(server.requestCount("/feed") == 1)
-                    let unknown = try await daemon.call("io.quaked.Refresh", ["feed": "4.5_day"])
-                    #expect(unknown["error"] as? String == "io.quaked.NoSuchFeed")
+                    let unknown = try await daemon.result(IOQuaked.Refresh.self, .init(feed: "4.5_day"))
+                    #expect(unknown.error?.name == IOQuaked.NoSuchFeed.name)
                     #expect(try await daemon.stop() == 0)
                 }
             }
@@ -209,11 +204,11 @@ extension EndToEnd {
                     in: dir, ["--feed", "http://127.0.0.1:9/feed.geojson", "--interval", "1h"],
                     environment: ["QUAKED_RETRY_INITIAL_DELAY": "200ms", "QUAKED_CONNECT_TIMEOUT": "500ms"])
                 try await waitUntil(timeout: .seconds(20)) {
-                    let feed = (try await daemon.status()["feeds"] as? [[String: Any]])?.first
-                    return (feed?["consecutiveFailures"] as? Int ?? 0) >= 2
+                    let feed = try await daemon.getStatus().feeds.first
+                    return (feed?.consecutiveFailures ?? 0) >= 2
                 }
-                let feed = try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
-                #expect((feed["lastError"] as? String)?.contains("127.0.0.1:9") == true)
+                let feed = try #require(try await daemon.getStatus().feeds.first)
+                #expect(feed.lastError?.contains("127.0.0.1:9") == true)
                 #expect(daemon.process.isRunning)
                 #expect(try await daemon.stop() == 0)
             }
@@ -251,7 +246,7 @@ extension EndToEnd {
                     ])
                 #expect(try await stale.wait() == 0)
                 let first = try await DaemonHarness(in: dir, feed)
-                #expect(try await first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+                #expect(try await first.result(OrgVarlinkService.GetInfo.self, .init()).error == nil)
 
                 let second = try await ChildProcess.run(
                     BuiltProducts.path("quaked"),
@@ -259,7 +254,7 @@ extension EndToEnd {
                 #expect(second.status == 1)
                 #expect(second.stderr.contains("answers on"))
                 #expect(first.process.isRunning)
-                #expect(try await first.call("org.varlink.service.GetInfo")["parameters"] != nil)
+                #expect(try await first.result(OrgVarlinkService.GetInfo.self, .init()).error == nil)
                 #expect(try await first.stop() == 0)
             }
         }
@@ -280,8 +275,8 @@ extension EndToEnd {
                 try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: socketPath) }
                 // The first connection starts quaked.
                 let client = try UnixSocketClient(path: socketPath)
-                let reply = try client.call("org.varlink.service.GetInfo")
-                #expect((reply["parameters"] as? [String: Any])?["product"] as? String == "quaked")
+                let reply = try client.call(OrgVarlinkService.GetInfo.self, .init())
+                #expect(reply.product == "quaked")
                 #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("unused.sock").path))
                 activator.signal(SIGTERM)
                 #expect(try await activator.wait() == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeProtocol
 import QuakeTestSupport
 import Testing
 
@@ -9,8 +10,8 @@ extension EndToEnd {
     struct FailureStatusTests {
         static var nowMs: Int { Int(Date().timeIntervalSince1970 * 1000) }
 
-        static func feedStatus(_ daemon: DaemonHarness) async throws -> [String: Any] {
-            try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
+        static func feedStatus(_ daemon: DaemonHarness) async throws -> IOQuaked.FeedStatus {
+            try #require(try await daemon.getStatus().feeds.first)
         }
 
         @Test("a 503 with Retry-After: its kind, status and Retry-After are fields in GetStatus, quakectl status and the log")
@@ -20,19 +21,19 @@ extension EndToEnd {
                     server.setResponse("/feed", .serviceUnavailable(retryAfter: "120"))
                     let daemon = try await DaemonHarness(in: dir, ["--feed", server.url("/feed"), "--interval", "1s"])
                     try await waitUntil(timeout: .seconds(20)) {
-                        try await Self.feedStatus(daemon)["consecutiveFailures"] as? Int == 1
+                        try await Self.feedStatus(daemon).consecutiveFailures == 1
                     }
                     let pulledBy = Self.nowMs
                     let feed = try await Self.feedStatus(daemon)
-                    #expect(feed["lastResult"] as? String == "failed")
-                    #expect(feed["errorKind"] as? String == "http-status")
-                    #expect(feed["httpStatus"] as? Int == 503)
-                    let retryAfter = try #require(feed["retryAfter"] as? Int)
+                    #expect(feed.lastResult == .failed)
+                    #expect(feed.errorKind == "http-status")
+                    #expect(feed.httpStatus == 503)
+                    let retryAfter = try #require(feed.retryAfter)
                     #expect(
                         retryAfter > pulledBy + 100_000 && retryAfter <= pulledBy + 121_000,
                         "Retry-After 120 is \(retryAfter - pulledBy) ms away")
-                    #expect((feed["nextPull"] as? Int ?? 0) >= retryAfter - 1000, "the next pull honours Retry-After")
-                    let text = try #require(feed["lastError"] as? String)
+                    #expect((feed.nextPull ?? 0) >= retryAfter - 1000, "the next pull honours Retry-After")
+                    let text = try #require(feed.lastError)
                     #expect(text.contains("503 Service Unavailable") && text.hasSuffix("the store is unchanged"), "\(text)")
 
                     let quakectl = BuiltProducts.path("quakectl")
@@ -65,13 +66,13 @@ extension EndToEnd {
                     in: dir, ["--feed", "http://127.0.0.1:9/feed", "--interval", "1h"],
                     environment: ["QUAKED_CONNECT_TIMEOUT": "1s"])
                 try await waitUntil(timeout: .seconds(20)) {
-                    try await Self.feedStatus(daemon)["consecutiveFailures"] as? Int == 1
+                    try await Self.feedStatus(daemon).consecutiveFailures == 1
                 }
                 let feed = try await Self.feedStatus(daemon)
-                #expect(feed["errorKind"] as? String == "transport")
-                #expect(feed["httpStatus"] == nil)
-                #expect(feed["retryAfter"] == nil)
-                #expect((feed["lastError"] as? String)?.contains("127.0.0.1:9") == true)
+                #expect(feed.errorKind == "transport")
+                #expect(feed.httpStatus == nil)
+                #expect(feed.retryAfter == nil)
+                #expect(feed.lastError?.contains("127.0.0.1:9") == true)
                 let plain = try await ChildProcess.run(
                     BuiltProducts.path("quakectl"), ["status", "--socket", daemon.socketPath])
                 #expect(plain.stdout.contains(": failed (transport, "), "\(plain.stdout)")

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeProtocol
 import QuakeTestSupport
 import Testing
 
@@ -96,15 +97,16 @@ extension EndToEnd {
                 try "# test\nfeed = \(Self.small.absoluteString)\ninterval = 1h\n".write(
                     to: config, atomically: true, encoding: .utf8)
                 let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
-                try await waitUntil(timeout: .seconds(10)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+                try await waitUntil(timeout: .seconds(10)) { try await daemon.getStatus().headToken == 1 }
 
                 try "feed = \(Self.day.absoluteString)\ninterval = banana\n".write(
                     to: config, atomically: true, encoding: .utf8)
-                let reply = try await daemon.call("io.quaked.Reload")
-                #expect(reply["error"] as? String == "io.quaked.ReloadFailed")
-                let reason = (reply["parameters"] as? [String: Any])?["reason"] as? String ?? ""
+                let reply = try await daemon.result(IOQuaked.Reload.self, .init())
+                #expect(reply.error?.name == IOQuaked.ReloadFailed.name)
+                let failure = try reply.error?.decode(IOQuaked.ReloadFailed.self)
+                let reason = failure?.reason ?? ""
                 #expect(reason.contains("interval") && reason.contains(":2"), "\(reason)")
-                #expect((reply["parameters"] as? [String: Any])?["place"] as? String == config.path + ":2", "\(reply)")
+                #expect(failure?.place == config.path + ":2", "\(reply)")
                 #expect(
                     daemon.process.stderr.contains("config.place=\(config.path):2"), "the log names the place as a field")
                 daemon.process.signal(SIGHUP)
@@ -112,18 +114,17 @@ extension EndToEnd {
                     daemon.process.stderr.components(separatedBy: "reload rejected").count >= 3
                 }
                 #expect(daemon.process.isRunning)
-                let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
-                #expect(feeds.map { $0["name"] as? String } == [Self.small.absoluteString])
+                let feeds = try await daemon.getStatus().feeds
+                #expect(feeds.map(\.name) == [Self.small.absoluteString])
 
                 try "feed = \(Self.day.absoluteString)\ninterval = 1h\n".write(
                     to: config, atomically: true, encoding: .utf8)
                 daemon.process.signal(SIGHUP)
                 try await waitUntil(timeout: .seconds(10)) {
-                    let feeds = try await daemon.status()["feeds"] as? [[String: Any]] ?? []
-                    return feeds.first?["name"] as? String == Self.day.absoluteString
-                        && feeds.first?["lastResult"] as? String == "imported"
+                    let feeds = try await daemon.getStatus().feeds
+                    return feeds.first?.name == Self.day.absoluteString && feeds.first?.lastResult == .imported
                 }
-                #expect(try await daemon.status()["headToken"] as? Int == 2)
+                #expect(try await daemon.getStatus().headToken == 2)
                 #expect(try await daemon.stop() == 0)
             }
         }

@@ -2,9 +2,11 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
+import Varlink
 
 /// The metrics of a real quaked, read through `io.quaked.Metrics`, `quakectl metrics` and a real
 /// HTTP client on the `metrics-listen` listener, after real pulls, calls and subscriptions; and
@@ -33,7 +35,7 @@ extension EndToEnd {
                             // No retry of the failed pull while the test counts pulls.
                             "QUAKED_RETRY_INITIAL_DELAY": "1h", "QUAKED_RETRY_MAX_DELAY": "1h",
                         ])
-                    try await waitUntil(timeout: .seconds(20)) { (try await daemon.status()["headToken"] as? Int) == 1 }
+                    try await waitUntil(timeout: .seconds(20)) { try await daemon.getStatus().headToken == 1 }
 
                     // Before anything else: one imported pull, every result of the feed at zero.
                     // (A pull is counted just after its waiters hear of it: wait for it.)
@@ -45,10 +47,10 @@ extension EndToEnd {
                     #expect(metrics.value("quaked_pulls_total", ["feed": feed, "result": "not_modified"]) == 0)
                     #expect(metrics.value("quaked_pulls_total", ["feed": feed, "result": "failed"]) == 0)
 
-                    let first = try await daemon.call("io.quaked.Refresh")
-                    #expect(Self.results(first) == ["notModified"], "\(first)")
-                    let second = try await daemon.call("io.quaked.Refresh")
-                    #expect(Self.results(second) == ["failed"], "\(second)")
+                    let first = try await daemon.call(IOQuaked.Refresh.self, .init())
+                    #expect(first.results.map(\.result) == [.notModified], "\(first)")
+                    let second = try await daemon.call(IOQuaked.Refresh.self, .init())
+                    #expect(second.results.map(\.result) == [.failed], "\(second)")
                     try await waitUntil(timeout: .seconds(10)) {
                         try await Self.metrics(daemon).value("quaked_pull_duration_seconds_count", ["feed": feed]) == 3
                     }
@@ -56,23 +58,22 @@ extension EndToEnd {
                     // A named client subscribes (at head 1), then two transactions: a delete by
                     // this daemon and an import by another process on the same file.
                     let subscriber = try UnixSocketClient(path: daemon.socketPath)
-                    try subscriber.send(
-                        #"{"method":"io.quaked.Subscribe","parameters":{"client":"metrics-test","heartbeatSeconds":1},"more":true}"#
-                    )
-                    #expect(try subscriber.receive(timeout: .seconds(10))?.contains(#""subscribed""#) == true)
+                    try subscriber.callMore(IOQuaked.Subscribe.self, .init(client: "metrics-test", heartbeatSeconds: 1))
+                    #expect(try subscriber.nextReply(IOQuaked.Subscribe.self)?.event == .subscribed)
                     let id = try daemon.withStore { try $0.allQuakes().first!.id }
-                    let deleted = try await daemon.call("io.quaked.Delete", ["ids": [id]])
-                    #expect(deleted["error"] == nil, "\(deleted)")
-                    #expect(try subscriber.receive(timeout: .seconds(10))?.contains(#""changed""#) == true)
+                    let deleted = try await daemon.result(IOQuaked.Delete.self, .init(ids: [id]))
+                    #expect(deleted.error == nil, "\(deleted)")
+                    #expect(try subscriber.nextReply(IOQuaked.Subscribe.self)?.event == .changed)
                     let once = try await ChildProcess.run(
                         BuiltProducts.path("quaked"),
                         ["--once", "--feed", Self.week.absoluteString, "--state-dir", daemon.stateDirectory.path])
                     #expect(once.status == 0, "\(once.stderr)")
                     #expect(try daemon.withStore { try $0.head() } == 3)
-                    let unknown = try await daemon.call("io.quaked.Get", ["id": "no-such-quake"])
-                    #expect(unknown["error"] as? String == "io.quaked.NoSuchQuake")
+                    let unknown = try await daemon.result(IOQuaked.Get.self, .init(id: "no-such-quake"))
+                    #expect(unknown.error?.name == IOQuaked.NoSuchQuake.name)
+                    // A method the interface does not have: only a hand-written call can ask for it.
                     let bogus = try await daemon.call("io.quaked.Bogus")
-                    #expect(bogus["error"] as? String == "org.varlink.service.MethodNotFound")
+                    #expect(bogus["error"] as? String == OrgVarlinkService.MethodNotFound.name)
 
                     // Changes are counted as committed, the other process's within a poll.
                     let summaries = try daemon.withStore { try $0.transactionSummaries(after: 0) }
@@ -132,17 +133,19 @@ extension EndToEnd {
 
                     // Calls by method and error.
                     let calls = "quaked_varlink_calls_total"
-                    #expect(metrics.value(calls, ["method": "io.quaked.Refresh", "error": "none"]) == 2)
-                    #expect(metrics.value(calls, ["method": "io.quaked.Delete", "error": "none"]) == 1)
-                    #expect(metrics.value(calls, ["method": "io.quaked.Get", "error": "io.quaked.NoSuchQuake"]) == 1)
+                    #expect(metrics.value(calls, ["method": IOQuaked.Refresh.name, "error": "none"]) == 2)
+                    #expect(metrics.value(calls, ["method": IOQuaked.Delete.name, "error": "none"]) == 1)
                     #expect(
-                        metrics.value(calls, ["method": "unknown", "error": "org.varlink.service.MethodNotFound"]) == 1)
-                    #expect(metrics.value(calls, ["method": "io.quaked.Metrics", "error": "none"]) ?? 0 >= 1)
+                        metrics.value(calls, ["method": IOQuaked.Get.name, "error": IOQuaked.NoSuchQuake.name]) == 1)
+                    let methodNotFound = OrgVarlinkService.MethodNotFound.name
+                    #expect(metrics.value(calls, ["method": "unknown", "error": methodNotFound]) == 1)
+                    #expect(metrics.value(calls, ["method": IOQuaked.Metrics.name, "error": "none"]) ?? 0 >= 1)
 
                     // The client catches up; then it goes away: its Subscribe ends with the
                     // connection, as a disconnection.
-                    let ack = try await daemon.call("io.quaked.Acknowledge", ["client": "metrics-test", "token": 3])
-                    #expect(ack["error"] == nil, "\(ack)")
+                    let ack = try await daemon.result(
+                        IOQuaked.Acknowledge.self, .init(client: "metrics-test", token: 3))
+                    #expect(ack.error == nil, "\(ack)")
                     metrics = try await Self.metrics(daemon)
                     #expect(metrics.value("quaked_client_lag_transactions", ["client": "metrics-test"]) == 0)
                     #expect(metrics.value("quaked_client_lag_seconds", ["client": "metrics-test"]) == 0)
@@ -151,7 +154,7 @@ extension EndToEnd {
                         metrics = try await Self.metrics(daemon)
                         return metrics.value("quaked_subscribers") == 0
                     }
-                    #expect(metrics.value(calls, ["method": "io.quaked.Subscribe", "error": "disconnected"]) == 1)
+                    #expect(metrics.value(calls, ["method": IOQuaked.Subscribe.name, "error": "disconnected"]) == 1)
 
                     // The same through HTTP and quakectl, and promtool accepts all three texts.
                     let http = try await Self.scrape(daemon)
@@ -271,13 +274,13 @@ extension EndToEnd {
                     in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h", "--config", config.path])
                 let url = try await Self.metricsURL(daemon)
                 try "metrics-listen = 127.0.0.1:99999\n".write(to: config, atomically: true, encoding: .utf8)
-                let rejected = try await daemon.call("io.quaked.Reload")
-                #expect(rejected["error"] as? String == "io.quaked.ReloadFailed", "\(rejected)")
-                let reason = (rejected["parameters"] as? [String: Any])?["reason"] as? String ?? ""
+                let rejected = try await daemon.result(IOQuaked.Reload.self, .init())
+                #expect(rejected.error?.name == IOQuaked.ReloadFailed.name, "\(rejected)")
+                let reason = try rejected.error?.decode(IOQuaked.ReloadFailed.self).reason ?? ""
                 #expect(reason.contains("metrics-listen"), "\(reason)")
                 try "metrics-listen = 127.0.0.1:1\n".write(to: config, atomically: true, encoding: .utf8)
-                let accepted = try await daemon.call("io.quaked.Reload")
-                #expect(accepted["error"] == nil, "\(accepted)")
+                let accepted = try await daemon.result(IOQuaked.Reload.self, .init())
+                #expect(accepted.error == nil, "\(accepted)")
                 let status = try await Self.withHTTPClient { client in try await Self.request(client, url).status }
                 #expect(status == .ok)
                 #expect(daemon.process.stderr.contains("metrics-listen takes effect at the next restart"))
@@ -305,9 +308,8 @@ extension EndToEnd {
                     #expect(response.status == .ok)
                     #expect(try Exposition(response.body).value("quaked_subscribers") == 0)
                 }
-                let reply = try UnixSocketClient(path: socketPath).call("io.quaked.Metrics")
-                let text = (reply["parameters"] as? [String: Any])?["text"] as? String ?? ""
-                #expect(text.contains("quaked_history_head_token"), "\(reply)")
+                let text = try UnixSocketClient(path: socketPath).call(IOQuaked.Metrics.self, .init()).text
+                #expect(text.contains("quaked_history_head_token"), "\(text)")
                 #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("unused.sock").path))
                 activator.signal(SIGTERM)
                 #expect(try await activator.wait() == 0)
@@ -316,17 +318,9 @@ extension EndToEnd {
 
         // MARK: Helpers
 
-        static func results(_ reply: [String: Any]) -> [String] {
-            ((reply["parameters"] as? [String: Any])?["results"] as? [[String: Any]] ?? []).compactMap {
-                $0["result"] as? String
-            }
-        }
-
         /// Through `io.quaked.Metrics`.
         static func metrics(_ daemon: DaemonHarness) async throws -> Exposition {
-            let reply = try await daemon.call("io.quaked.Metrics")
-            let text = try #require((reply["parameters"] as? [String: Any])?["text"] as? String, "\(reply)")
-            return try Exposition(text)
+            try Exposition(try await daemon.call(IOQuaked.Metrics.self, .init()).text)
         }
 
         /// The URL the daemon's log says the listener serves (metrics-listen with port 0).

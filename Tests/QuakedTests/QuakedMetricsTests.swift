@@ -1,5 +1,6 @@
 import Foundation
 import QuakeDaemon
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
@@ -52,8 +53,8 @@ import Varlink
             TransactionSummary(token: 1, author: .import, inserted: 10, updated: 2, deleted: 1),
             TransactionSummary(token: 2, author: .delete, inserted: 0, updated: 0, deleted: 3),
         ])
-        metrics.calls.record(.init(method: "io.quaked.GetStatus", error: nil))
-        metrics.calls.record(.init(method: nil, error: "org.varlink.service.MethodNotFound"))
+        metrics.calls.record(.init(method: IOQuaked.GetStatus.name, error: nil))
+        metrics.calls.record(.init(method: nil, error: OrgVarlinkService.MethodNotFound.name))
         metrics.broadcast.recordNotification(latency: .microseconds(1500))
         metrics.backfill.recordWindow(events: 250)
         metrics.backfill.recordWindow(events: 120)
@@ -110,10 +111,9 @@ import Varlink
         #expect(metrics.value("quaked_client_lag_transactions", ["client": "watch"]) == 2)
         #expect(metrics.value("quaked_client_lag_seconds", ["client": "watch"]) == 60)
         #expect(metrics.value("quaked_client_last_seen_timestamp_seconds", ["client": "watch"]) == 1_700_000_050)
-        #expect(metrics.value("quaked_varlink_calls_total", ["method": "io.quaked.GetStatus", "error": "none"]) == 1)
-        #expect(
-            metrics.value("quaked_varlink_calls_total", ["method": "unknown", "error": "org.varlink.service.MethodNotFound"])
-                == 1)
+        #expect(metrics.value("quaked_varlink_calls_total", ["method": IOQuaked.GetStatus.name, "error": "none"]) == 1)
+        let methodNotFound = OrgVarlinkService.MethodNotFound.name
+        #expect(metrics.value("quaked_varlink_calls_total", ["method": "unknown", "error": methodNotFound]) == 1)
         #expect(metrics.value("quaked_notification_latency_seconds_count") == 1)
         #expect(metrics.value("quaked_notification_latency_seconds_bucket", ["le": "0.0025"]) == 1)
         #expect(metrics.value("quaked_notification_latency_seconds_bucket", ["le": "0.001"]) == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
 import Testing
@@ -9,8 +10,8 @@ extension EndToEnd {
     struct RestartStateTests {
         static let small = Fixtures.usgs("rodu__quakemap__all_day.geojson")
 
-        static func feedStatus(_ daemon: DaemonHarness) async throws -> [String: Any] {
-            try #require((try await daemon.status()["feeds"] as? [[String: Any]])?.first)
+        static func feedStatus(_ daemon: DaemonHarness) async throws -> IOQuaked.FeedStatus {
+            try #require(try await daemon.getStatus().feeds.first)
         }
 
         static var nowMs: Int { Int(Date().timeIntervalSince1970 * 1000) }
@@ -24,7 +25,7 @@ extension EndToEnd {
                     var daemon = try await DaemonHarness(in: dir, arguments)
                     try await server.waitForRequests("/feed", count: 1, timeout: .seconds(20))
                     try await waitUntil(timeout: .seconds(20)) {
-                        try await Self.feedStatus(daemon)["lastResult"] as? String == "imported"
+                        try await Self.feedStatus(daemon).lastResult == .imported
                     }
                     #expect(server.requests("/feed")[0].header("If-None-Match") == nil)
                     #expect(try await daemon.stop() == 0)
@@ -38,12 +39,12 @@ extension EndToEnd {
                     #expect(again.header("If-None-Match") == "\"v1\"")
                     #expect(again.header("If-Modified-Since") == TestResponse.defaultLastModified)
                     try await waitUntil(timeout: .seconds(20)) {
-                        try await Self.feedStatus(daemon)["lastResult"] as? String == "notModified"
+                        try await Self.feedStatus(daemon).lastResult == .notModified
                     }
-                    #expect(try await Self.feedStatus(daemon)["httpStatus"] as? Int == 304)
-                    let status = try await daemon.status()
-                    #expect(status["headToken"] as? Int == 1)
-                    #expect(status["quakeCount"] as? Int == 151)
+                    #expect(try await Self.feedStatus(daemon).httpStatus == 304)
+                    let status = try await daemon.getStatus()
+                    #expect(status.headToken == 1)
+                    #expect(status.quakeCount == 151)
                     #expect(try await daemon.stop() == 0)
                 }
             }
@@ -58,7 +59,7 @@ extension EndToEnd {
                     var daemon = try await DaemonHarness(in: dir, arguments)
                     try await server.waitForRequests("/feed", count: 1, timeout: .seconds(20))
                     try await waitUntil(timeout: .seconds(20)) {
-                        try await Self.feedStatus(daemon)["consecutiveFailures"] as? Int == 1
+                        try await Self.feedStatus(daemon).consecutiveFailures == 1
                     }
                     #expect(try await daemon.stop() == 0)
                     let saved = try #require(try daemon.withStore { try $0.feedState(url: server.url("/feed")) })
@@ -68,8 +69,8 @@ extension EndToEnd {
 
                     daemon = try await DaemonHarness(in: dir, arguments)
                     let feed = try await Self.feedStatus(daemon)
-                    #expect(feed["consecutiveFailures"] as? Int == 1)
-                    let nextPull = try #require(feed["nextPull"] as? Int)
+                    #expect(feed.consecutiveFailures == 1)
+                    let nextPull = try #require(feed.nextPull)
                     #expect(nextPull > Self.nowMs + 90_000, "the restarted daemon plans to pull at \(nextPull)")
                     // Without the saved backoff, the restarted daemon pulls at once and then every
                     // second (the interval): give it time to show.
@@ -78,10 +79,10 @@ extension EndToEnd {
 
                     // An explicit refresh is not held back.
                     server.setResponse("/feed", .uncachedFeed(Self.small))
-                    let refresh = try await daemon.call("io.quaked.Refresh")
-                    #expect(refresh["error"] == nil, "\(refresh)")
+                    let refresh = try await daemon.result(IOQuaked.Refresh.self, .init())
+                    #expect(refresh.error == nil, "\(refresh)")
                     #expect(server.requestCount("/feed") >= 2)
-                    #expect(try await Self.feedStatus(daemon)["consecutiveFailures"] as? Int == 0)
+                    #expect(try await Self.feedStatus(daemon).consecutiveFailures == 0)
                     #expect(try await daemon.stop() == 0)
                     let cleared = try daemon.withStore { try $0.feedState(url: server.url("/feed")) }
                     #expect(cleared?.consecutiveFailures == 0 && cleared?.nextAttempt == nil)
@@ -112,9 +113,9 @@ extension EndToEnd {
                     try await server.waitForRequests("/feed", count: 1, timeout: .seconds(20))
                     try await waitUntil(timeout: .seconds(20)) {
                         let feed = try await Self.feedStatus(daemon)
-                        return feed["consecutiveFailures"] as? Int == 1 && feed["nextPull"] != nil
+                        return feed.consecutiveFailures == 1 && feed.nextPull != nil
                     }
-                    let nextPull = try #require(try await Self.feedStatus(daemon)["nextPull"] as? Int)
+                    let nextPull = try #require(try await Self.feedStatus(daemon).nextPull)
                     let away = Double(nextPull - Self.nowMs) / 1000
                     // 5 minutes, not 10 days; and not the first backoff (10 s) either.
                     #expect(away > 240 && away <= 300, "the next pull is \(away) s away")
