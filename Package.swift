@@ -46,7 +46,8 @@ let package = Package(
         // What each layer needs of the quake record, generated from its declaration at build time.
         .executableTarget(name: "quake-model-gen", dependencies: ["QuakeModel"]),
         .plugin(name: "QuakeModelGenerator", capability: .buildTool(), dependencies: ["quake-model-gen"]),
-        // The feed format: a strict streaming JSON tokenizer and the USGS GeoJSON feature decoder.
+        // The feed format: a strict streaming JSON tokenizer, the USGS GeoJSON feature decoder and
+        // the parse pipeline (FeedSink, ChunkPipe) that turns a document's bytes into decoded features.
         // No I/O; QuakeModel only, so that every layer above has it.
         .target(name: "QuakeFeed", dependencies: ["QuakeModel"], plugins: ["QuakeModelGenerator"]),
         // The SQLite store: schema, import with dedupe, persistent history, purge.

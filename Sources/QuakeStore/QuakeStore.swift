@@ -211,12 +211,6 @@ public struct QuakeStore: Sendable {
     }
 }
 
-/// Where the producer of ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:produce:)``
-/// writes the document's bytes: QuakeFeed's sink, which parses them as they arrive and hands the
-/// decoded features to the import. Named here too, for callers of the store that do not import
-/// QuakeFeed.
-public typealias FeedSink = QuakeFeed.FeedSink
-
 extension FeedSink {
     /// Reads a file in 128 KiB chunks and sends them (`file://` feeds,
     /// ``QuakeStore/importFile(_:source:maxBytes:expiringBefore:)``).

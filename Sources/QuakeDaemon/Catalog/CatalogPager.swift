@@ -1,4 +1,5 @@
 import Foundation
+import QuakeFeed
 import QuakeStore
 
 /// Pages one catalog query through time windows, oldest first: what backfill jobs and the

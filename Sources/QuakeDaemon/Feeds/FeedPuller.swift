@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import QuakeFeed
 import QuakeStore
 
 /// Pulls one feed document and streams it into the store: from an HTTP server with a conditional
