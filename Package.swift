@@ -301,7 +301,7 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "QuakedTests",
+            name: "QuakeDaemonTests",
             dependencies: [
                 "QuakeDaemon",
                 // quaked --help, against the configuration's defaults

@@ -4,5 +4,5 @@ import Varlink
 import Testing
 
 /// The suites that run real quaked and quakectl processes, one test at a time (see
-/// QuakedTests' EndToEnd for why).
+/// QuakeDaemonTests' EndToEnd for why).
 @Suite(.serialized) struct ClientEndToEnd {}

@@ -3,7 +3,7 @@ import QuakeSystemd
 import Testing
 
 /// The notifier on its own. What systemd receives from quaked and quakectl, through a real
-/// NOTIFY_SOCKET, is checked end to end by QuakedTests' SystemdTests and QuakeCtlTests'
+/// NOTIFY_SOCKET, is checked end to end by QuakeDaemonTests' SystemdTests and QuakeCtlTests'
 /// WatchLivenessTests (the variable is per process, so it is set only for children there).
 @Suite struct SystemdNotifierTests {
     @Test func outsideSystemdEveryNotificationIsANoOpThatSaysSo() throws {

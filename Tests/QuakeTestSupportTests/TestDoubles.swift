@@ -1,4 +1,4 @@
 import Testing
 
-/// The suites of the test doubles: real servers, one test at a time, as QuakedTests' EndToEnd.
+/// The suites of the test doubles: real servers, one test at a time, as QuakeDaemonTests' EndToEnd.
 @Suite(.serialized) struct TestDoubles {}

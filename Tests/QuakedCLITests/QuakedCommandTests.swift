@@ -7,7 +7,7 @@ import Testing
 @testable import QuakedCLI
 
 /// quaked's command line in process: what its flags become, and the combinations it refuses. The
-/// binary itself is run by QuakedTests (OnceTests, CheckConfigTests, the daemon suites).
+/// binary itself is run by QuakeDaemonTests (OnceTests, CheckConfigTests, the daemon suites).
 @Suite struct QuakedCommandTests {
     /// The loader of `arguments`, reading no environment and the given file only.
     static func resolve(_ arguments: [String], configFile: String) throws -> ResolvedConfiguration {
