@@ -53,20 +53,6 @@ public final class WatchStop: Sendable {
             return true
         }
     }
-
-    /// One more connection a stop closes (a catch-up's read-ahead). Returns false when the stop
-    /// was already requested.
-    func add(_ connection: QuakedConnection) -> Bool {
-        state.withLockedValue { state in
-            if state.requested { return false }
-            state.connections.append(connection)
-            return true
-        }
-    }
-
-    func remove(_ connection: QuakedConnection) {
-        state.withLockedValue { $0.connections.removeAll { $0.client === connection.client } }
-    }
 }
 
 /// The `watch` loop: keeps a ``WatchCache`` (``QuakeCache`` for `watch`, a PostgreSQL table for
@@ -232,8 +218,7 @@ public struct Watcher: Sendable {
                 // A stop closes both, which ends any wait on them.
                 guard stop.register([subscription, requests]) else { throw CancellationError() }
                 let context = Context(
-                    stop: stop, recentDone: recentDone, cacheAway: cacheAway, health: health, handle: handle,
-                    readAhead: NIOLockedValueBox(nil))
+                    stop: stop, recentDone: recentDone, cacheAway: cacheAway, health: health, handle: handle)
                 try await follow(subscription, requests, start: &start, context: context, connected: connected)
             }
         }
@@ -248,8 +233,6 @@ public struct Watcher: Sendable {
         let cacheAway: NIOLockedValueBox<Bool>
         let health: WatchHealth
         let handle: Handler
-        /// A catch-up's read-ahead connection while it is open (the watchdog closes it too).
-        let readAhead: NIOLockedValueBox<QuakedConnection?>
     }
 
     /// Where `sinceNow` starts reporting news; decided at the watch's first connection and
@@ -290,7 +273,6 @@ public struct Watcher: Sendable {
                         stalled.withLockedValue { $0 = stall }
                         await subscription.close()
                         await requests.close()
-                        await context.readAhead.withLockedValue({ $0 })?.close()
                         return
                     }
                 }
@@ -371,148 +353,64 @@ public struct Watcher: Sendable {
                 context: context)
         }
         guard var position else { return }
-        // Pages are asked for while the ones before them are applied: quaked writes the next page
-        // (and the client decodes it) while the cache takes this one. On a socket, a long
-        // catch-up also reads ahead on a second connection: the page after the next, at the
-        // token the last page's stride gives, kept only when the next page ends there. So quaked
-        // writes two pages at once, and a catch-up is as fast as the slowest of writing,
-        // decoding and applying rather than of writing and decoding together.
-        var readAhead: QuakedConnection?
-        var readingAhead = true
-        do {
-            // Fetched pages not yet applied, in order, each with the token it follows (the first
-            // follows `position`).
-            var pages: [(after: Int, fetched: Result<IOQuaked.FetchHistory.Reply, any Error>)] = []
-            while true {
-                if pages.isEmpty {
-                    if position.token == head { break }
-                    pages = [(position.token, await fetchPage(connection, storeId: position.storeId, after: position.token))]
-                }
-                // What to fetch while these are applied: the page after the last one, and perhaps a guess.
-                var next: Int?
-                var guess: Int?
-                if let (after, fetched) = pages.last, case .success(let last) = fetched, last.hasMore,
-                    last.storeId == position.storeId
-                {
-                    let following = max(after, last.nextAfter)
-                    next = following
-                    let stride = following - after
-                    if readingAhead, stride > 0, following + stride < head {
-                        if readAhead == nil {
-                            readAhead = await openReadAhead(context)
-                            readingAhead = readAhead != nil
-                        }
-                        if readAhead != nil { guess = following + stride }
-                    }
-                }
-                let storeId = position.storeId
-                let spare = readAhead
-                async let nextPage = fetchPage(connection, storeId: storeId, after: next)
-                async let guessedPage = fetchPage(spare, storeId: storeId, after: guess)
-                var resetReason: String?
-                var atEnd = false
-                for (_, fetched) in pages {
-                    guard case .success(let page) = fetched, page.storeId == position.storeId else {
-                        if case .failure(let error) = fetched {
-                            resetReason = try Self.resetReason(error, position)
-                        } else {
-                            resetReason = "quaked now serves another store"
-                        }
-                        break
-                    }
-                    context.health.heard(head: head)
-                    var following = position
-                    following.token = max(position.token, page.nextAfter)
-                    try await apply(page, context: context, backlogThrough: start.floor)
-                    if options.filter != nil, following.token > (page.transactions.last?.token ?? 0) {
-                        // The filter left the page's last transactions out: the cache is at its end all the same.
-                        try await cache.advance(storeId: following.storeId, to: following.token)
-                    }
-                    position = following
-                    context.health.moved(to: position.token)
-                    // Without more, the head may still have moved on while paging; the next event says so.
-                    if !page.hasMore {
-                        atEnd = true
-                        break
-                    }
-                }
-                let (fetchedNext, fetchedGuess) = await (nextPage, guessedPage)
-                if let resetReason {
-                    position = try await reset(connection, reason: resetReason, context: context)
-                    pages = []
-                    continue
-                }
-                if atEnd { break }
-                pages = []
-                if let next, let fetchedNext {
-                    pages.append((next, fetchedNext))
-                    if let guess, case .success(let guessed) = fetchedGuess, case .success(let reply) = fetchedNext,
-                        reply.hasMore, max(next, reply.nextAfter) == guess
-                    {
-                        pages.append((guess, .success(guessed)))
-                    }
-                }
-                if case .failure = fetchedGuess {
-                    // Only the request connection's answers count: a read-ahead that failed (quaked at
-                    // its connection limit, say) ends, and its page is asked for there.
-                    await closeReadAhead(readAhead, context)
-                    readAhead = nil
-                    readingAhead = false
-                }
+        // The next page is asked for while this one is applied: quaked writes page n + 1 while
+        // the cache takes page n, so a long catch-up is as fast as the slower of the two.
+        var prefetched: Result<IOQuaked.FetchHistory.Reply, any Error>?
+        while position.token != head || prefetched != nil {
+            let fetched: Result<IOQuaked.FetchHistory.Reply, any Error>
+            if let prefetched = prefetched.take() {
+                fetched = prefetched
+            } else {
+                fetched = await fetchPage(connection, position)
             }
-        } catch {
-            await closeReadAhead(readAhead, context)
-            throw error
+            let page: IOQuaked.FetchHistory.Reply
+            switch fetched {
+            case .success(let reply) where reply.storeId == position.storeId:
+                page = reply
+                context.health.heard(head: head)
+            case .success:
+                position = try await reset(connection, reason: "quaked now serves another store", context: context)
+                continue
+            case .failure(let error):
+                position = try await reset(connection, reason: try Self.resetReason(error, position), context: context)
+                continue
+            }
+            var following = position
+            following.token = max(position.token, page.nextAfter)
+            if page.hasMore {
+                async let next = fetchPage(connection, following)
+                try await apply(page, context: context, backlogThrough: start.floor)
+                prefetched = await next
+            } else {
+                try await apply(page, context: context, backlogThrough: start.floor)
+            }
+            if options.filter != nil, following.token > (page.transactions.last?.token ?? 0) {
+                // The filter left the page's last transactions out: the cache is at its end all the same.
+                try await cache.advance(storeId: following.storeId, to: following.token)
+            }
+            position = following
+            context.health.moved(to: position.token)
+            // Without more, the head may still have moved on while paging; the next event says so.
+            if !page.hasMore { break }
         }
-        await closeReadAhead(readAhead, context)
         context.health.atHead(position.token)
         if let name = options.clientName {
             try await connection.acknowledge(client: name, token: position.token)
         }
     }
 
-    /// The page after `after`, as a result (so that it can be fetched beside other work); nil
-    /// when there is no connection or nothing to fetch.
-    private func fetchPage(_ connection: QuakedConnection?, storeId: String, after: Int?) async -> Result<
-        IOQuaked.FetchHistory.Reply, any Error
-    >? {
-        guard let connection, let after else { return nil }
-        return await fetchPage(connection, storeId: storeId, after: after)
-    }
-
-    private func fetchPage(_ connection: QuakedConnection, storeId: String, after: Int) async -> Result<
+    /// One page after the position, as a result (so that it can be fetched beside other work).
+    private func fetchPage(_ connection: QuakedConnection, _ position: WatchPosition) async -> Result<
         IOQuaked.FetchHistory.Reply, any Error
     > {
         do {
             return .success(
                 try await connection.fetchHistory(
-                    storeId: storeId, after: after, limit: options.pageLimit, client: options.clientName,
-                    filter: options.filter))
+                    storeId: position.storeId, after: position.token, limit: options.pageLimit,
+                    client: options.clientName, filter: options.filter))
         } catch {
             return .failure(error)
         }
-    }
-
-    /// A second connection for a long catch-up to read ahead on: on a socket only (over ssh it
-    /// would be another ssh), nil when it cannot be made or the watch is stopping. A stop and the
-    /// session's watchdog close it like the session's own.
-    private func openReadAhead(_ context: Context) async -> QuakedConnection? {
-        guard case .socket(let path) = options.endpoint,
-            let connection = try? await QuakedConnection.connect(to: path)
-        else { return nil }
-        guard context.stop.add(connection) else {
-            await connection.close()
-            return nil
-        }
-        context.readAhead.withLockedValue { $0 = connection }
-        return connection
-    }
-
-    private func closeReadAhead(_ connection: QuakedConnection?, _ context: Context) async {
-        guard let connection else { return }
-        context.readAhead.withLockedValue { $0 = nil }
-        context.stop.remove(connection)
-        await connection.close()
     }
 
     /// Why history cannot continue from `position` (the cache starts over from a snapshot), or the

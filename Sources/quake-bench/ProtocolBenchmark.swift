@@ -61,7 +61,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             var applySeconds: Double
             var applyChangesPerSecond: Double
             /// The floor under both: the same pages fetched and decoded by QuakeClient, not applied,
-            /// each asked for once the one before is decoded (one connection).
+            /// each asked for once the one before is decoded.
             var decodeChangesPerSecond: Double
         }
         var catchup: CatchUp
@@ -260,10 +260,9 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         try await running.value
         try cache.close()
 
-        // The floor under both: the same pages fetched and decoded by QuakeClient, not applied, on
-        // one connection: page n + 1 is asked for once page n is decoded (its nextAfter), so each
-        // page's encoding by quaked and decoding here come one after the other. (The Watcher reads
-        // a long catch-up ahead on a second connection, so it may beat this.)
+        // The floor under both: the same pages fetched and decoded by QuakeClient, not applied. The
+        // Watcher asks for page n + 1 once page n is decoded (its nextAfter), so each page's
+        // encoding by quaked and decoding here come one after the other.
         let connection = try await QuakedConnection.connect(to: socket)
         started = ContinuousClock.now
         var after = 0

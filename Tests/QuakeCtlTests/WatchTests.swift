@@ -108,58 +108,6 @@ extension ClientEndToEnd {
             }
         }
 
-        /// A catch-up of many pages reads ahead on a second connection (a guess at the page after
-        /// the next): every transaction is still delivered once, in order, and the cache ends equal
-        /// to the store; with a filter too, whose pages skip transactions it leaves out.
-        @Test(arguments: [nil, 2.5] as [Double?])
-        func aLongCatchUpReadingAheadDeliversEveryTransactionOnceInOrder(minMagnitude: Double?) async throws {
-            try await withQuaked { daemon in
-                // Forty transactions of one delete each, after the first import.
-                let ids = try daemon.withStore { try $0.allQuakes() }.prefix(40).map(\.id)
-                try #require(ids.count == 40)
-                for id in ids { _ = try await daemon.withStoreAsync { try await $0.delete(ids: [id]) } }
-                let (storeId, head) = try daemon.withStore { ($0.storeID, Int(try $0.head())) }
-
-                // A cache at token 0 of the store: it catches up through history, two transactions a page.
-                let filter = minMagnitude.map { IOQuaked.Filter(minMagnitude: $0) }
-                let cache = try QuakeCache(path: daemon.directory.appendingPathComponent("ahead.sqlite").path)
-                defer { try? cache.close() }
-                try cache.beginReset()
-                try cache.finishReset(storeId: storeId, token: 0, filter: filter?.key)
-                var options = Watcher.Options(socketPath: daemon.socketPath)
-                options.pageLimit = 2
-                options.filter = filter
-                actor Applied {
-                    var tokens: [Int] = []
-                    func append(_ token: Int) { tokens.append(token) }
-                }
-                let applied = Applied()
-                let stop = WatchStop()
-                let watcher = Watcher(options: options, cache: cache)
-                let running = Task {
-                    try await watcher.run(stop: stop) { event in
-                        if case .applied(let transaction, _, _, _) = event {
-                            await applied.append(transaction.token)
-                        }
-                    }
-                }
-                try await waitUntil(timeout: .seconds(30)) { try cache.position()?.token == head }
-                await stop.request()
-                try await running.value
-
-                let tokens = await applied.tokens
-                #expect(tokens == tokens.sorted() && Set(tokens).count == tokens.count, "\(tokens)")
-                if filter == nil {
-                    let expected = Set(try daemon.historyChanges(after: 0).map(\.token))
-                    #expect(tokens == expected.sorted())
-                    #expect(byID(try cache.allQuakes()) == byID(try daemon.withStore { try $0.allQuakes() }.map(wire)))
-                } else {
-                    #expect(!tokens.isEmpty)
-                    #expect(try cache.allQuakes().allSatisfy { ($0.mag ?? 0) >= 2.5 })
-                }
-            }
-        }
-
         @Test func aKilledWatchResumesWithoutLossOrRepeats() async throws {
             try await withQuaked { daemon in
                 let cache = daemon.directory.appendingPathComponent("watch.sqlite").path
