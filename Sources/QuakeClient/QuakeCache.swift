@@ -27,9 +27,33 @@ public struct QuakeCache: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        writer = try DatabasePool(path: path, configuration: configuration)
+        writer = try Self.whileOpening(directory: directory) {
+            let writer = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(writer)
+            return writer
+        }
         self.path = path
-        try Self.migrator.migrate(writer)
+    }
+
+    /// Runs `body` (opening the file and running the migrations) while no other process or
+    /// thread opens a cache in `directory`. Two `quakectl watch` started together on one new
+    /// cache would otherwise both switch it to WAL and both run the migrations ("table quakes
+    /// already exists"): the busy timeout covers neither. The lock is flock(2) on the directory,
+    /// not the file, whose descriptors must all be SQLite's (closing another one would drop
+    /// SQLite's POSIX locks). Held for milliseconds; after 10 s of waiting, `body` runs anyway
+    /// and SQLite's own errors say what is wrong.
+    static func whileOpening<T>(directory: String, _ body: () throws -> T) throws -> T {
+        let fd = Glibc.open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return try body() }
+        defer { Glibc.close(fd) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0, errno == EWOULDBLOCK || errno == EINTR,
+            ContinuousClock.now < deadline
+        {
+            usleep(2_000)
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
     }
 
     /// Why a cache cannot be used.
