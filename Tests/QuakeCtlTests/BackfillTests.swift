@@ -2,6 +2,7 @@ import Foundation
 import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
+import Varlink
 import Testing
 
 /// quakectl backfill and quaked's backfill jobs, against a real FDSN service over HTTP
@@ -358,10 +359,11 @@ extension ClientEndToEnd {
                     #expect(result.stderr.contains("404"), "\(result.stderr)")
                     #expect(result.stderr.contains("FDSN"), "\(result.stderr)")
                     // The daemon refuses bad parameters from any client, too.
-                    let reply = try UnixSocketClient(path: daemon.socketPath).call(
-                        "io.quaked.Backfill", ["start": 100, "end": 50])
-                    #expect(reply["error"] as? String == "org.varlink.service.InvalidParameter")
-                    #expect((reply["parameters"] as? [String: Any])?["parameter"] as? String == "end")
+                    let reply = try UnixSocketClient(path: daemon.socketPath).result(
+                        IOQuaked.Backfill.self, .init(start: 100, end: 50))
+                    let refused = try #require(reply.error, "\(reply)")
+                    #expect(refused.name == OrgVarlinkService.InvalidParameter.name)
+                    #expect(try OrgVarlinkService.InvalidParameter.decode(json: refused.parameters).parameter == "end")
                     #expect(try daemon.withStore { try $0.count() } == 8, "only the feed's quakes")
                 }
             }

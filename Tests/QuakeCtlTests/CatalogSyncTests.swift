@@ -3,6 +3,7 @@ import QuakeFeed
 import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
+import Varlink
 import Testing
 
 /// The incremental catalog sync (`catalog = URL`) against a real FDSN service over HTTP: updates,
@@ -265,10 +266,9 @@ extension ClientEndToEnd {
                     var seen: Any?
                     do {
                         try await waitUntil(timeout: .seconds(60)) {
-                            let status = try UnixSocketClient(path: daemon.socketPath).call("io.quaked.GetStatus")
-                            let catalog = (status["parameters"] as? [String: Any])?["catalog"] as? [String: Any]
-                            seen = catalog
-                            return (catalog?["lastError"] as? String)?.contains("500") == true
+                            let status = try UnixSocketClient(path: daemon.socketPath).call(IOQuaked.GetStatus.self, .init())
+                            seen = status.catalog
+                            return status.catalog?.lastError?.contains("500") == true
                         }
                     } catch {
                         Issue.record("the catalog status never showed the failure: \(String(describing: seen))")

@@ -103,10 +103,9 @@ extension ClientEndToEnd {
                 #expect(watch.stderr.contains("--exec failed for update \(small.id)"))
                 #expect(watch.stderr.contains("retrying in"))
                 try await waitUntil(timeout: .seconds(10)) {
-                    let status = try UnixSocketClient(path: daemon.socketPath).call("io.quaked.GetStatus")
-                    let clients = (status["parameters"] as? [String: Any])?["clients"] as? [[String: Any]] ?? []
-                    let flaky = clients.first { $0["name"] as? String == "flaky" }
-                    return flaky != nil && flaky?["lastError"] == nil
+                    let status = try UnixSocketClient(path: daemon.socketPath).call(IOQuaked.GetStatus.self, .init())
+                    let flaky = status.clients.first { $0.name == "flaky" }
+                    return flaky != nil && flaky?.lastError == nil
                 }
                 #expect(Self.lines(log).count == 1, "delivered once it succeeded, not again")
             }

@@ -37,9 +37,8 @@ final class Quaked: @unchecked Sendable {
         }
         // The first pull has finished when every feed has a last result.
         try await waitUntil(timeout: .seconds(30)) {
-            let status = try UnixSocketClient(path: self.socketPath).call("io.quaked.GetStatus")
-            let feeds = (status["parameters"] as? [String: Any])?["feeds"] as? [[String: Any]] ?? []
-            return !feeds.isEmpty && feeds.allSatisfy { $0["lastResult"] is String }
+            let status = try UnixSocketClient(path: self.socketPath).call(IOQuaked.GetStatus.self, .init())
+            return !status.feeds.isEmpty && status.feeds.allSatisfy { $0.lastResult != nil }
         }
     }
 
