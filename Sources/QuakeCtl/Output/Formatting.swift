@@ -193,16 +193,32 @@ public enum Formatting {
 
     /// `text` cut to `width` characters with an ellipsis, or padded to it.
     public static func fit(_ text: String, _ width: Int) -> String {
+        var fitted = ""
+        appendFitted(text, width, to: &fitted)
+        return fitted
+    }
+
+    /// ``fit(_:_:)``'s text, appended to `row`.
+    static func appendFitted(_ text: String, _ width: Int, to row: inout String) {
         // Plain ASCII (no CR, which joins a following LF into one character) has a character per
         // byte: counted and cut without walking grapheme clusters.
-        if let count = asciiCount(text) {
-            if count > width {
-                return String(decoding: text.utf8.prefix(max(width - 1, 0)), as: UTF8.self) + "…"
-            }
-            return count == width ? text : text + String(repeating: " ", count: width - count)
+        let ascii = asciiCount(text)
+        let count = ascii ?? text.count
+        guard count > width else {
+            row += text
+            pad(&row, width - count)
+            return
         }
-        if text.count > width { return String(text.prefix(max(width - 1, 0))) + "…" }
-        return text + String(repeating: " ", count: width - text.count)
+        if ascii != nil {
+            row += String(decoding: text.utf8.prefix(max(width - 1, 0)), as: UTF8.self)
+        } else {
+            row += String(text.prefix(max(width - 1, 0)))
+        }
+        row += "…"
+    }
+
+    static func pad(_ row: inout String, _ count: Int) {
+        for _ in 0..<max(0, count) { row.unicodeScalars.append(" ") }
     }
 
     /// The character count of an ASCII text without CR (one byte each); nil for any other text.
@@ -216,9 +232,16 @@ public enum Formatting {
 
     /// A coloured, fixed-width magnitude column (`M 4.5`, `M ?`).
     public static func magnitudeColumn(_ mag: Double?, _ style: OutputStyle) -> String {
+        var column = ""
+        appendMagnitudeColumn(mag, style, to: &column)
+        return column
+    }
+
+    /// ``magnitudeColumn(_:_:)``, appended to `row`.
+    static func appendMagnitudeColumn(_ mag: Double?, _ style: OutputStyle, to row: inout String) {
         let text = magnitude(mag)
-        // ASCII: a character per byte.
-        return style.paint(text, magnitudeColor(mag)) + String(repeating: " ", count: max(0, 6 - text.utf8.count))
+        row += style.paint(text, magnitudeColor(mag))
+        pad(&row, 6 - text.utf8.count)  // ASCII: a character per byte
     }
 
     /// One quake as a list row: magnitude, place, time, id.
@@ -232,29 +255,14 @@ public enum Formatting {
         // is written in place rather than made as strings of its own and joined.
         var row = ""
         row.reserveCapacity(placeWidth + id.utf8.count + 64)
-        let magnitude = magnitude(mag)
-        row += style.paint(magnitude, magnitudeColor(mag))
-        pad(&row, max(0, 6 - magnitude.utf8.count) + 2)
+        appendMagnitudeColumn(mag, style, to: &row)
+        pad(&row, 2)
         appendFitted(shownPlace, placeWidth, to: &row)
         pad(&row, 2)
         appendFitted(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
         pad(&row, 2)
         row += style.dim(id)
         return row
-    }
-
-    /// ``fit(_:_:)``'s text, appended to `row`.
-    static func appendFitted(_ text: String, _ width: Int, to row: inout String) {
-        if let count = asciiCount(text), count <= width {
-            row += text
-            pad(&row, width - count)
-        } else {
-            row += fit(text, width)
-        }
-    }
-
-    static func pad(_ row: inout String, _ count: Int) {
-        for _ in 0..<max(0, count) { row.unicodeScalars.append(" ") }
     }
 
     /// A width for the place column that suits these places (between 12 and 48 characters).
