@@ -207,6 +207,8 @@ let package = Package(
             dependencies: [
                 // FDSNTestService splits feed files into features with the streaming parser.
                 "QuakeFeed",
+                // withHTTPClient, the tests' client of the test servers
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // UnixSocketClient's typed calls: a generated method's parameters out, its reply in.
                 "Varlink",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -185,7 +185,7 @@ extension EndToEnd {
                     in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
                     environment: ["QUAKED_METRICS_LISTEN": "127.0.0.1:0"])
                 let base = try await Self.metricsURL(daemon)
-                try await Self.withHTTPClient { client in
+                try await withHTTPClient(readTimeout: .seconds(30)) { client in
                     let get = try await Self.request(client, base + "?name[]=x")
                     #expect(get.status == .ok)
                     #expect(get.headers.first(name: "Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
@@ -256,7 +256,7 @@ extension EndToEnd {
                 let daemon = try await DaemonHarness(
                     in: dir, ["--feed", Self.small.absoluteString, "--interval", "1h"],
                     environment: ["QUAKED_METRICS_LISTEN": "[::1]:\(port)"])
-                try await Self.withHTTPClient { client in
+                try await withHTTPClient(readTimeout: .seconds(30)) { client in
                     let response = try await Self.request(client, "http://[::1]:\(port)/metrics")
                     #expect(response.status == .ok)
                     #expect(try Exposition(response.body).value("quaked_subscribers") == 0)
@@ -281,7 +281,9 @@ extension EndToEnd {
                 try "metrics-listen = 127.0.0.1:1\n".write(to: config, atomically: true, encoding: .utf8)
                 let accepted = try await daemon.result(IOQuaked.Reload.self, .init())
                 #expect(accepted.error == nil, "\(accepted)")
-                let status = try await Self.withHTTPClient { client in try await Self.request(client, url).status }
+                let status = try await withHTTPClient(readTimeout: .seconds(30)) { client in
+                    try await Self.request(client, url).status
+                }
                 #expect(status == .ok)
                 #expect(daemon.process.stderr.contains("metrics-listen takes effect at the next restart"))
                 #expect(try await daemon.stop() == 0)
@@ -303,7 +305,7 @@ extension EndToEnd {
                     ])
                 try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: socketPath) }
                 // The first scrape starts quaked.
-                try await Self.withHTTPClient { client in
+                try await withHTTPClient(readTimeout: .seconds(30)) { client in
                     let response = try await Self.request(client, "http://127.0.0.1:\(port)/metrics")
                     #expect(response.status == .ok)
                     #expect(try Exposition(response.body).value("quaked_subscribers") == 0)
@@ -339,24 +341,10 @@ extension EndToEnd {
         /// Through the HTTP listener, with a real HTTP client.
         static func scrape(_ daemon: DaemonHarness) async throws -> Exposition {
             let url = try await metricsURL(daemon)
-            return try await withHTTPClient { client in
+            return try await withHTTPClient(readTimeout: .seconds(30)) { client in
                 let response = try await request(client, url)
                 #expect(response.status == .ok)
                 return try Exposition(response.body)
-            }
-        }
-
-        static func withHTTPClient<R>(_ body: (HTTPClient) async throws -> R) async throws -> R {
-            var configuration = HTTPClient.Configuration()
-            configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            do {
-                let result = try await body(client)
-                try await client.shutdown()
-                return result
-            } catch {
-                try? await client.shutdown()
-                throw error
             }
         }
 

@@ -80,7 +80,7 @@ extension TestDoubles {
         private func withClient<R>(readTimeout: TimeAmount? = nil, _ body: (HTTPClient) async throws -> R)
             async throws -> R
         {
-            try await TestHTTPServerTests.withClient(readTimeout: readTimeout, body)
+            try await withHTTPClient(readTimeout: readTimeout, body)
         }
 
         private func get(_ client: HTTPClient, _ url: String) async throws -> Reply {

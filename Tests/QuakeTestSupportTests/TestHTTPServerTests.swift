@@ -12,27 +12,6 @@ extension TestDoubles {
 
         // MARK: Helpers
 
-        /// An HTTP client that decodes nothing unless asked (the tests look at the bytes as sent).
-        static func withClient<R>(
-            decompression: Bool = false,
-            readTimeout: TimeAmount? = nil,
-            _ body: (HTTPClient) async throws -> R
-        ) async throws -> R {
-            var configuration = HTTPClient.Configuration(
-                decompression: decompression ? .enabled(limit: .none) : .disabled
-            )
-            configuration.timeout = .init(connect: .seconds(5), read: readTimeout)
-            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            do {
-                let result = try await body(client)
-                try await client.shutdown()
-                return result
-            } catch {
-                try? await client.shutdown()
-                throw error
-            }
-        }
-
         private func get(
             _ client: HTTPClient,
             _ url: String,
@@ -58,7 +37,7 @@ extension TestDoubles {
             #expect(expected.count > 1000)
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (response, body) = try await get(client, server.url("/feed"))
                     #expect(response.status == .ok)
                     #expect(body == expected)
@@ -79,7 +58,7 @@ extension TestDoubles {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture, etag: "\"v1\"")])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let url = server.url("/feed")
                     let lastModified = TestResponse.defaultLastModified
 
@@ -117,7 +96,7 @@ extension TestDoubles {
                 var response = TestResponse.feed(Self.fixture)
                 response.conditional = false
                 server.setResponses("/feed", [response])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (reply, _) = try await get(
                         client, server.url("/feed"), headers: [("If-Modified-Since", TestResponse.defaultLastModified)]
                     )
@@ -130,7 +109,7 @@ extension TestDoubles {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (response, body) = try await get(
                         client, server.url("/feed"), headers: [("Accept-Encoding", "gzip")])
                     #expect(response.status == .ok)
@@ -159,7 +138,7 @@ extension TestDoubles {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await Self.withClient(decompression: true) { client in
+                try await withHTTPClient(decompression: true) { client in
                     let (response, body) = try await get(client, server.url("/feed"))
                     #expect(response.status == .ok)
                     #expect(response.headers.first(name: "Content-Encoding") == "gzip")
@@ -174,7 +153,7 @@ extension TestDoubles {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/broken", [.status(500)])
                 server.setResponses("/busy", [.tooManyRequests(retryAfter: "2")])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (broken, _) = try await get(client, server.url("/broken"))
                     #expect(broken.status == .internalServerError)
                     let (busy, _) = try await get(client, server.url("/busy"))
@@ -190,7 +169,7 @@ extension TestDoubles {
         @Test func scriptRunsInOrderAndLastRepeats() async throws {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.status(500), .text("ok")])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let statuses = try await [
                         get(client, server.url("/feed")).0.status,
                         get(client, server.url("/feed?second")).0.status,
@@ -210,7 +189,7 @@ extension TestDoubles {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [TestResponse.feed(Self.fixture).truncated(afterBytes: 1000)])
                 server.setResponses("/gz", [TestResponse.feed(Self.fixture).truncated(afterBytes: 1000)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     // The head arrives with the full length; collecting the body must fail.
                     var request = HTTPClientRequest(url: server.url("/feed"))
                     request.method = .GET
@@ -230,7 +209,7 @@ extension TestDoubles {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/body", [TestResponse.feed(Self.fixture).stalled(afterBytes: 100)])
                 server.setResponses("/head", [TestResponse.feed(Self.fixture).with(.stallBeforeHead)])
-                try await Self.withClient(readTimeout: .milliseconds(300)) { client in
+                try await withHTTPClient(readTimeout: .milliseconds(300)) { client in
                     let start = ContinuousClock.now
                     await #expect(throws: (any Error).self) {
                         _ = try await get(client, server.url("/body"))
@@ -248,7 +227,7 @@ extension TestDoubles {
         @Test func shutdownEndsStalledConnections() async throws {
             let server = try await FeedTestServer.start()
             server.setResponses("/feed", [TestResponse.generated(byteCount: 1000).stalled(afterBytes: 10)])
-            try await Self.withClient { client in
+            try await withHTTPClient { client in
                 let pending = Task { try await get(client, server.url("/feed")) }
                 try await server.waitForRequests("/feed", count: 1, timeout: .seconds(10))
                 try await Task.sleep(for: .milliseconds(50))
@@ -261,7 +240,7 @@ extension TestDoubles {
             let count = 3_000_001
             try await FeedTestServer.withServer { server in
                 server.setResponses("/big", [.generated(byteCount: count)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (response, body) = try await get(client, server.url("/big"))
                     #expect(response.status == .ok)
                     #expect(body.count == count)
@@ -274,7 +253,7 @@ extension TestDoubles {
             try await FeedTestServer.withServer { server in
                 server.setResponses(
                     "/slow", [TestResponse.text("0123456789abcdefghij").slow(chunkSize: 5, delay: .milliseconds(50))])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let start = ContinuousClock.now
                     let (_, body) = try await get(client, server.url("/slow"))
                     #expect(String(decoding: body, as: UTF8.self) == "0123456789abcdefghij")
@@ -287,7 +266,7 @@ extension TestDoubles {
             let expectedLength = try fixtureBytes().count
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let (response, body) = try await get(client, server.url("/feed"), method: .HEAD)
                     #expect(response.status == .ok)
                     #expect(body.isEmpty)
@@ -301,7 +280,7 @@ extension TestDoubles {
             let expected = try fixtureBytes()
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.feed(Self.fixture)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     try await withThrowingTaskGroup(of: [UInt8].self) { group in
                         for _ in 0..<12 {
                             group.addTask { try await get(client, server.url("/feed")).1 }
@@ -324,7 +303,7 @@ extension TestDoubles {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/huge", [.generated(byteCount: 200 * 1024 * 1024)])
                 server.setResponses("/small", [.text("fine")])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let response = try await client.execute(
                         HTTPClientRequest(url: server.url("/huge")), timeout: .seconds(30))
                     var received = 0
@@ -342,7 +321,7 @@ extension TestDoubles {
         @Test func waitForRequests() async throws {
             try await FeedTestServer.withServer { server in
                 server.setResponses("/feed", [.text("{}")])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let later = Task {
                         try await Task.sleep(for: .milliseconds(100))
                         _ = try await get(client, server.url("/feed"))
@@ -375,7 +354,7 @@ extension TestDoubles {
 
             try await FeedTestServer.withServer { server in
                 server.setResponses("/large", [.feed(file)])
-                try await Self.withClient { client in
+                try await withHTTPClient { client in
                     let baseline = residentBytes()
                     var peak = baseline
                     let response = try await client.execute(
