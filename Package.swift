@@ -50,6 +50,12 @@ let package = Package(
         // the parse pipeline (FeedSink, ChunkPipe) that turns a document's bytes into decoded features.
         // No I/O; QuakeModel only, so that every layer above has it.
         .target(name: "QuakeFeed", dependencies: ["QuakeModel"], plugins: ["QuakeModelGenerator"]),
+        // Agencies' answers as reports (QuakeModel's SourceReport): QuakeML 1.0/1.2 parsed as it
+        // streams in (libxml2 through FoundationXML), the FDSN text format, EMSC's and GeoNet's JSON.
+        .target(name: "QuakeSources", dependencies: ["QuakeModel", "QuakeFeed"]),
+        // Association: which reports of different agencies are one physical quake, and which of
+        // them is preferred. Pure and order-independent; QuakeModel only.
+        .target(name: "QuakeAssociation", dependencies: ["QuakeModel"]),
         // The SQLite store: schema, import with dedupe, persistent history, purge.
         .target(
             name: "QuakeStore",
@@ -274,6 +280,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "QuakeSourcesTests",
+            dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "QuakeAssociationTests",
+            dependencies: ["QuakeAssociation", "QuakeModel"]
         ),
         .testTarget(
             name: "QuakeModelTests",

@@ -1,0 +1,4 @@
+import QuakeModel
+
+/// Association of reports into events.
+public enum Association {}

@@ -1,0 +1,3 @@
+import QuakeAssociation
+import QuakeModel
+import Testing
