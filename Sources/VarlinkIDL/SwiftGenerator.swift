@@ -126,22 +126,25 @@ public struct SwiftGenerator {
                 out.line("try json.beginObject()")
                 let hashes = fields.map { Self.keyHash($0.name) }
                 let byHash = Set(hashes).count == hashes.count
-                out.line(byHash ? "while let (key, hash) = try json.nextHashedKey() {" : "while let key = try json.nextKey() {")
+                out.line(byHash ? "while let member = try json.nextMember() {" : "while let key = try json.nextKey() {")
                 out.indent { out in
                     // On the name's hash when the fields' hashes differ (they always have so far),
-                    // with one comparison to confirm: not a comparison with every field's name.
-                    out.line(byHash ? "switch hash {" : "switch key {")
+                    // with one comparison of the name's bytes to confirm: no String per member, and
+                    // not a comparison with every field's name.
+                    out.line(byHash ? "switch member.hash {" : "switch key {")
                     for (bit, field) in fields.enumerated() {
                         let type = swiftType(field.type, field)
                         let read =
                             "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
                         if byHash {
-                            out.line("case \(Self.hex(hashes[bit])) where key == \(literal(field.name)): \(read)")
+                            out.line(
+                                "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): \(read)")
                         } else {
                             out.line("case \(literal(field.name)): \(read)")
                         }
                     }
-                    out.line("default: throw VarlinkParameterError(path: [key], .unknownField)")
+                    out.line(
+                        "default: throw VarlinkParameterError(path: [\(byHash ? "json.name(member)" : "key")], .unknownField)")
                     out.line("}")
                 }
                 out.line("}")

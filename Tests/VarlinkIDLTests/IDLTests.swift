@@ -157,7 +157,7 @@ extension IDLTests {
         for name in names {
             let hash = JSONScanner.keyHash(name)
             let hex = "0x" + String(repeating: "0", count: 16 - String(hash, radix: 16).count) + String(hash, radix: 16)
-            #expect(source.contains("case \(hex) where key == \"\(name)\""), "\(name)")
+            #expect(source.contains("case \(hex) where json.member(member, is: \"\(name)\")"), "\(name)")
         }
     }
 }

@@ -36,7 +36,7 @@ public indirect enum Node: Equatable, CustomStringConvertible {
 }
 
 /// `input` parsed by Varlink's JSONScanner (`.invalid` if it is not one JSON text), checking on
-/// the way `nextHashedKey`'s hashes and `readInt` and `readDouble` against exact references.
+/// the way `nextMember`'s hashes and `readInt` and `readDouble` against exact references.
 public func scannerNode(_ input: [UInt8]) -> Node {
     var s = JSONScanner(input)
     do {
@@ -55,8 +55,9 @@ func scan(_ s: inout JSONScanner, _ input: [UInt8]) throws(VarlinkParameterError
     case UInt8(ascii: "{"):
         try s.beginObject()
         var members: [Node.Member] = []
-        while let (key, hash) = try s.nextHashedKey() {
-            check(hash == JSONScanner.keyHash(key), "nextHashedKey: the hash of \"\(key)\" is not keyHash")
+        while let member = try s.nextMember() {
+            let key = s.name(member)
+            check(member.hash == JSONScanner.keyHash(key), "nextMember: the hash of \"\(key)\" is not keyHash")
             members.append(.init(key: Array(key.utf8), value: try scan(&s, input)))
         }
         return .object(members)

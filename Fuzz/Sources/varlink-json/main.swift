@@ -3,7 +3,8 @@
 // - `skipValue` accepts exactly what `JSONValue` accepts, save numbers too large for a Double;
 // - whatever `JSONValue` and every generated type decode, their own text decodes back to the same
 //   value (writer and reader are inverses), and what a generated type takes is JSON;
-// - `nextHashedKey`'s hash is `keyHash` of the key (generated decoders switch on it).
+// - `nextMember`'s hash is `keyHash` of its name, and the name is `nextKey`'s (generated decoders
+//   switch on the hash and compare the name's bytes).
 // The JSON-level differential against QuakeFeed's JSONReader is in json-reader.
 
 import FuzzSupport
@@ -34,7 +35,7 @@ func fuzzVarlinkJSON(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     return 0
 }
 
-/// Walks `input` with `nextHashedKey` wherever there is an object; returns whether some object
+/// Walks `input` with `nextMember` wherever there is an object; returns whether some object
 /// has a key twice or some number is not finite as a Double (what JSONValue refuses on top).
 @discardableResult
 func checkKeyHashes(_ input: [UInt8]) -> Bool {
@@ -55,8 +56,27 @@ func walk(_ s: inout JSONScanner, _ input: [UInt8], _ odd: inout Bool) throws(Va
     case UInt8(ascii: "{"):
         try s.beginObject()
         var keys: Set<String> = []
-        while let (key, hash) = try s.nextHashedKey() {
-            check(hash == JSONScanner.keyHash(key), "nextHashedKey: the hash of \"\(key)\" is not keyHash")
+        while true {
+            // The same member read the other way, from the same place: the same name, or the
+            // same error.
+            var other = s
+            let key = try? other.nextKey()
+            let next: JSONScanner.MemberName?
+            do {
+                next = try s.nextMember()
+            } catch {
+                check(key == nil, "nextMember refused a member nextKey read: \(String(describing: key))")
+                throw error
+            }
+            guard let member = next else {
+                check(key == .some(nil), "nextMember ended an object nextKey did not")
+                break
+            }
+            let name = s.name(member)
+            check(key == .some(name), "nextMember read \"\(name)\" where nextKey read \(String(describing: key))")
+            check(member.hash == JSONScanner.keyHash(name), "nextMember: the hash of \"\(name)\" is not keyHash")
+            check(other.offset == s.offset, "nextMember and nextKey stop at different places after \"\(name)\"")
+            if !keys.insert(name).inserted { odd = true }
             if !keys.insert(key).inserted { odd = true }
             try walk(&s, input, &odd)
         }

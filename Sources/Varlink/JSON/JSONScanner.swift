@@ -38,21 +38,92 @@ public struct JSONScanner: Sendable {
         index += 1
     }
 
-    /// The next member's name and its ``keyHash(_:)``, positioned at its value; nil after the
-    /// closing `}`. The hash is taken from the bytes as they are scanned.
-    @inlinable public mutating func nextHashedKey() throws(VarlinkParameterError) -> (key: String, hash: UInt64)? {
-        let start = index
-        guard let key = try nextKey() else { return nil }
-        // The name's bytes sit between its quotes unless it had escapes (then hash the text).
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        var i = start
-        while i < index, bytes[i] != UInt8(ascii: "\"") { i += 1 }
-        let end = i + 1 + key.utf8.count
-        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            for byte in bytes[(i + 1)..<end] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            if !bytes[(i + 1)..<end].contains(UInt8(ascii: "\\")) { return (key, hash) }
+    /// A member's name as ``nextMember()`` found it: its ``keyHash(_:)``, and where it lies in the
+    /// input when it is plain printable ASCII (then ``member(_:is:)`` compares the bytes and no
+    /// `String` is made); any other name comes decoded, as ``nextKey()`` gives it.
+    public struct MemberName: Sendable {
+        public let hash: UInt64
+        @usableFromInline let start: Int
+        @usableFromInline let end: Int
+        @usableFromInline let decoded: String?
+
+        @usableFromInline init(hash: UInt64, start: Int, end: Int, decoded: String?) {
+            self.hash = hash
+            self.start = start
+            self.end = end
+            self.decoded = decoded
         }
-        return (key, Self.keyHash(key))
+    }
+
+    /// The next member's name, hashed, positioned at its value; nil after the closing `}`. What
+    /// generated decoders read objects with: the same checks as ``nextKey()``, without a `String`
+    /// for a name that is plain ASCII, as every declared field's is.
+    @inlinable public mutating func nextMember() throws(VarlinkParameterError) -> MemberName? {
+        // Structure and separators, with their errors, exactly as nextKey checks them.
+        skipSpace()
+        guard let byte = peekByte() else { throw malformed("an object does not end") }
+        if byte == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return nil
+        }
+        if byte == UInt8(ascii: ",") {
+            guard index > 0, !isAfterOpening(UInt8(ascii: "{")) else { throw malformed("unexpected \",\"") }
+            index += 1
+            skipSpace()
+        } else if !isAfterOpening(UInt8(ascii: "{")) {
+            throw malformed("expected \",\" or \"}\" in an object")
+        }
+        guard peekByte() == UInt8(ascii: "\"") else { throw malformed("expected a member name") }
+        // At the name's opening quote. Plain printable ASCII up to the closing quote: hashed as
+        // it is scanned.
+        let quote = index
+        let start = quote + 1
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let end = bytes.withUnsafeBufferPointer { buffer -> Int in
+            var i = start
+            while i < buffer.count {
+                let byte = buffer[i]
+                if byte == UInt8(ascii: "\"") { return i }
+                if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\\") { return -1 }
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                i += 1
+            }
+            return -1
+        }
+        let name: MemberName
+        if end >= 0 {
+            index = end + 1
+            name = MemberName(hash: hash, start: start, end: end, decoded: nil)
+        } else {
+            index = quote
+            let key = try readString()
+            name = MemberName(hash: Self.keyHash(key), start: 0, end: 0, decoded: key)
+        }
+        skipSpace()
+        guard peekByte() == UInt8(ascii: ":") else {
+            throw malformed("expected \":\" after \"\(self.name(name))\"")
+        }
+        index += 1
+        return name
+    }
+
+    /// Whether `member` is `expected` (an ASCII field name).
+    @inlinable public func member(_ member: MemberName, is expected: StaticString) -> Bool {
+        if let decoded = member.decoded { return decoded == expected.description }
+        let count = member.end - member.start
+        return expected.withUTF8Buffer { name in
+            guard name.count == count else { return false }
+            return bytes.withUnsafeBufferPointer { buffer in
+                for i in 0..<count where buffer[member.start + i] != name[i] { return false }
+                return true
+            }
+        }
+    }
+
+    /// `member`'s text (for an error naming it).
+    @inlinable public func name(_ member: MemberName) -> String {
+        member.decoded ?? String(decoding: bytes[member.start..<member.end], as: UTF8.self)
     }
 
     /// The next member's name, positioned at its value; nil after the closing `}`.
