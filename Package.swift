@@ -213,6 +213,7 @@ let package = Package(
             dependencies: [
                 // FDSNTestService splits feed files into features with the streaming parser.
                 "QuakeFeed",
+                "QuakeSources",
                 // withHTTPClient, the tests' client of the test servers
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // UnixSocketClient's typed calls: a generated method's parameters out, its reply in.
