@@ -1,0 +1,383 @@
+import QuakeModel
+
+/// The current reports and the events they form, kept in step item by item.
+///
+/// **Grouping.** The events are a pure function of the current set of reports, computed as a
+/// constrained agglomerative clustering in Kruskal's order:
+///
+/// 1. Reports joined by an id link are put together first, transitively: a report whose
+///    `links` name another report's id, or two reports with the same id (from two sources).
+///    Id links may join two reports of one source (USGS aliases).
+/// 2. Then every candidate pair — two reports of different sources whose origin times are
+///    within `associate-time` and whose epicentres are within `associate-distance` — is taken
+///    in increasing normalized distance sqrt((dt/time)² + (dd/distance)²), ties by the pair's
+///    keys (smaller first, then larger). The pair's two groups merge when
+///    - no source is in both groups (one source never merges with itself except through an
+///      id link), and
+///    - every cross pair of the two groups is within both windows (complete linkage).
+///
+/// Complete rather than single linkage: with single linkage an aftershock sequence, each shock
+/// within the windows of the previous one but from another agency, chains into one event with
+/// reports minutes and hundreds of kilometres apart; complete linkage keeps every event's
+/// reports pairwise within the windows. Taking the pairs nearest first makes the nearest
+/// candidate win when several qualify.
+///
+/// The result depends only on the sorted pair list, so not on arrival order. Groups only grow,
+/// and both conditions only get harder as groups grow, so a refused merge stays refused: the
+/// result is a fixpoint — no two events could merge under the rules (for any two events, the
+/// pair between them was looked at when both groups were smaller, and refused).
+///
+/// **Incremental.** The candidate graph has an edge for each id link and each candidate pair.
+/// The grouping of a connected component depends on that component only, so a change (a new
+/// report, a revision, a retraction) recomputes the component of the changed report before
+/// the change together with its component after: the same grouping a full recompute gives. A
+/// time index (buckets `associate-time` wide) and id indexes make finding a report's
+/// neighbours proportional to the neighbours, not to all reports.
+///
+/// **Event ids.** A new event takes its preferred report's key `source:id` (`#2`, `#3`... added
+/// while that is a live event's id). When a recompute regroups reports, the new groups are
+/// matched to the old events they share reports with, largest overlap first (ties: the old
+/// event created first, then the smaller old id, then the group with the smaller first key);
+/// each old id goes to at most one group. An old event left without a group is deleted as
+/// superseded by the group that took most of its reports (ties: the smaller id), or with no
+/// successor when all its reports were retracted. So an event keeps its id while it lives,
+/// two events merging keep one id and delete the other, and a split creates a new event for
+/// the part that leaves.
+///
+/// **Revisions.** A report replaces the stored one with its key unless both have `updated` and
+/// the new one's is older (then it is ignored, as is a retraction older than the report).
+public struct Associator: Sendable {
+    public let configuration: AssociationConfiguration
+
+    // Reports by slot; a retracted report's slot is reused after the batch.
+    private var slots: [SourceReport?] = []
+    private var eventOfSlot: [String?] = []
+    private var slotOfKey: [ReportKey: Int] = [:]
+    private var freeSlots: [Int] = []
+    // The time index: slots by floor(time / associate-time).
+    private var buckets: [Int64: [Int]] = [:]
+    // Slots by report id, and by each id their links name.
+    private var slotsWithID: [String: [Int]] = [:]
+    private var slotsLinking: [String: [Int]] = [:]
+
+    private struct EventRecord: Sendable {
+        var event: Event
+        var created: UInt64
+    }
+    private var records: [String: EventRecord] = [:]
+    private var sequence: UInt64 = 0
+
+    public init(configuration: AssociationConfiguration = AssociationConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// The current events, by id.
+    public var events: [Event] { records.values.map(\.event).sorted { $0.id < $1.id } }
+    public var eventCount: Int { records.count }
+    public var reportCount: Int { slotOfKey.count }
+    /// The current reports, by key.
+    public var reports: [SourceReport] { slotOfKey.keys.sorted().map { slots[slotOfKey[$0]!]! } }
+
+    public func event(id: String) -> Event? { records[id]?.event }
+
+    public func report(_ key: ReportKey) -> SourceReport? { slotOfKey[key].flatMap { slots[$0] } }
+
+    /// The event that holds the report with this key.
+    public func event(containing key: ReportKey) -> Event? {
+        guard let slot = slotOfKey[key], let id = eventOfSlot[slot] else { return nil }
+        return records[id]?.event
+    }
+
+    /// Applies one item; returns what changed.
+    public mutating func apply(_ item: SourceItem) -> [EventChange] {
+        apply(CollectionOfOne(item))
+    }
+
+    /// Applies items in order, recomputing once for them all; returns the net changes.
+    /// Creations and updates come first (by id), then deletions (by id), so a deletion's
+    /// successor is already there.
+    public mutating func apply(_ items: some Sequence<SourceItem>) -> [EventChange] {
+        var seeds = Set<Int>()  // slots whose component (before their change) is recomputed
+        var oldEvents = Set<String>()
+        var freed: [Int] = []
+
+        func coverBeforeChange(_ slot: Int) {
+            guard !seeds.contains(slot) else { return }
+            for other in component(from: [slot], visited: &seeds) {
+                if let id = eventOfSlot[other] { oldEvents.insert(id) }
+            }
+        }
+
+        for item in items {
+            switch item {
+            case .report(let report):
+                let key = ReportKey(report)
+                if let slot = slotOfKey[key] {
+                    let stored = slots[slot]!
+                    if let new = report.updated, let old = stored.updated, new < old { continue }
+                    if stored == report { continue }
+                    coverBeforeChange(slot)
+                    unindex(slot)
+                    slots[slot] = report
+                    index(slot)
+                } else {
+                    let slot: Int
+                    if let free = freeSlots.popLast() {
+                        slot = free
+                        slots[slot] = report
+                    } else {
+                        slot = slots.count
+                        slots.append(report)
+                        eventOfSlot.append(nil)
+                    }
+                    slotOfKey[key] = slot
+                    index(slot)
+                    seeds.insert(slot)
+                }
+            case .retraction(let source, let id, let updated):
+                let key = ReportKey(source: source, id: id)
+                guard let slot = slotOfKey[key] else { continue }
+                if let new = updated, let old = slots[slot]!.updated, new < old { continue }
+                coverBeforeChange(slot)
+                unindex(slot)
+                slots[slot] = nil
+                slotOfKey[key] = nil
+                if let id = eventOfSlot[slot] { oldEvents.insert(id) }
+                eventOfSlot[slot] = nil
+                freed.append(slot)
+                seeds.remove(slot)
+            }
+        }
+        guard !seeds.isEmpty || !oldEvents.isEmpty else { return [] }
+        var visited = Set<Int>()
+        let affected = component(from: seeds.filter { slots[$0] != nil }, visited: &visited)
+        let changes = regroup(affected, oldEvents: oldEvents)
+        freeSlots.append(contentsOf: freed)
+        return changes
+    }
+
+    // MARK: - Indexes and the candidate graph
+
+    private func bucket(_ time: Int64) -> Int64 {
+        let width = configuration.associateTimeMilliseconds
+        return time >= 0 ? time / width : -((-time + width - 1) / width)
+    }
+
+    private mutating func index(_ slot: Int) {
+        let report = slots[slot]!
+        buckets[bucket(report.time), default: []].append(slot)
+        slotsWithID[report.id, default: []].append(slot)
+        for link in Set(report.links) where link != report.id { slotsLinking[link, default: []].append(slot) }
+    }
+
+    private mutating func unindex(_ slot: Int) {
+        let report = slots[slot]!
+        Self.remove(slot, from: &buckets, at: bucket(report.time))
+        Self.remove(slot, from: &slotsWithID, at: report.id)
+        for link in Set(report.links) where link != report.id { Self.remove(slot, from: &slotsLinking, at: link) }
+    }
+
+    private static func remove<K: Hashable>(_ slot: Int, from index: inout [K: [Int]], at key: K) {
+        guard var list = index[key], let position = list.firstIndex(of: slot) else { return }
+        list.swapAt(position, list.count - 1)
+        list.removeLast()
+        index[key] = list.isEmpty ? nil : list
+    }
+
+    /// The slots joined to `slot` by an id link.
+    private func idNeighbours(_ slot: Int, into result: inout [Int]) {
+        let report = slots[slot]!
+        for other in slotsWithID[report.id] ?? [] where other != slot { result.append(other) }
+        for other in slotsLinking[report.id] ?? [] where other != slot { result.append(other) }
+        for link in report.links where link != report.id {
+            for other in slotsWithID[link] ?? [] where other != slot { result.append(other) }
+        }
+    }
+
+    /// The slots of other sources within both windows of `slot`, with the normalized distance.
+    private func windowNeighbours(_ slot: Int, _ body: (Int, Double) -> Void) {
+        let report = slots[slot]!
+        let b = bucket(report.time)
+        for near in (b - 1)...(b + 1) {
+            for other in buckets[near] ?? [] where other != slot {
+                let candidate = slots[other]!
+                guard candidate.source != report.source else { continue }
+                let (within, distance) = configuration.match(report, candidate)
+                if within { body(other, distance) }
+            }
+        }
+    }
+
+    /// The connected component(s) of `start` in the candidate graph, skipping and adding to `visited`.
+    private func component(from start: some Sequence<Int>, visited: inout Set<Int>) -> [Int] {
+        var result: [Int] = []
+        var stack: [Int] = []
+        for slot in start where visited.insert(slot).inserted { stack.append(slot) }
+        var neighbours: [Int] = []
+        while let slot = stack.popLast() {
+            result.append(slot)
+            neighbours.removeAll(keepingCapacity: true)
+            idNeighbours(slot, into: &neighbours)
+            windowNeighbours(slot) { other, _ in neighbours.append(other) }
+            for other in neighbours where visited.insert(other).inserted { stack.append(other) }
+        }
+        return result
+    }
+
+    // MARK: - Grouping
+
+    /// Groups `affected` (a union of components) by the rules; the groups' slots, each sorted
+    /// by key, the groups sorted by their first key.
+    private func group(_ affected: [Int]) -> [[Int]] {
+        let members = affected.sorted { ReportKey(slots[$0]!) < ReportKey(slots[$1]!) }
+        var local: [Int: Int] = [:]
+        local.reserveCapacity(members.count)
+        for (position, slot) in members.enumerated() { local[slot] = position }
+        var parent = Array(members.indices)
+        var groupMembers = members.indices.map { [$0] }
+        func find(_ x: Int) -> Int {
+            var x = x
+            while parent[x] != x {
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            }
+            return x
+        }
+        func union(_ a: Int, _ b: Int) {
+            let (keep, drop) = groupMembers[a].count >= groupMembers[b].count ? (a, b) : (b, a)
+            parent[drop] = keep
+            groupMembers[keep].append(contentsOf: groupMembers[drop])
+            groupMembers[drop] = []
+        }
+
+        // 1. Id links.
+        var neighbours: [Int] = []
+        for (position, slot) in members.enumerated() {
+            neighbours.removeAll(keepingCapacity: true)
+            idNeighbours(slot, into: &neighbours)
+            for other in neighbours {
+                guard let otherPosition = local[other] else { preconditionFailure("the affected set is not closed") }
+                let a = find(position)
+                let b = find(otherPosition)
+                if a != b { union(a, b) }
+            }
+        }
+
+        // 2. Candidate pairs, nearest first, ties by the pair's keys (positions are in key order).
+        var pairs: [(distance: Double, a: Int, b: Int)] = []
+        for (position, slot) in members.enumerated() {
+            windowNeighbours(slot) { other, distance in
+                guard let otherPosition = local[other] else { preconditionFailure("the affected set is not closed") }
+                if position < otherPosition { pairs.append((distance, position, otherPosition)) }
+            }
+        }
+        pairs.sort { ($0.distance, $0.a, $0.b) < ($1.distance, $1.a, $1.b) }
+        for pair in pairs {
+            let a = find(pair.a)
+            let b = find(pair.b)
+            guard a != b else { continue }
+            if canMerge(groupMembers[a].map { members[$0] }, groupMembers[b].map { members[$0] }) { union(a, b) }
+        }
+
+        var groups: [[Int]] = []
+        for position in members.indices where find(position) == position {
+            groups.append(groupMembers[position].sorted().map { members[$0] })
+        }
+        // Slots within a group are in key order (positions were), so sort groups by first key.
+        return groups.sorted { ReportKey(slots[$0[0]]!) < ReportKey(slots[$1[0]]!) }
+    }
+
+    /// No source in both groups, and every cross pair within both windows.
+    private func canMerge(_ a: [Int], _ b: [Int]) -> Bool {
+        for x in a {
+            let rx = slots[x]!
+            for y in b {
+                let ry = slots[y]!
+                if rx.source == ry.source || !configuration.match(rx, ry).within { return false }
+            }
+        }
+        return true
+    }
+
+    /// Recomputes the groups of `affected` and maps them onto the old events.
+    private mutating func regroup(_ affected: [Int], oldEvents: Set<String>) -> [EventChange] {
+        var old = oldEvents
+        for slot in affected { if let id = eventOfSlot[slot] { old.insert(id) } }
+        let groups = group(affected)
+
+        // Overlaps of the new groups with the old events.
+        var overlap: [String: [Int: Int]] = [:]  // old id -> group -> shared reports
+        for (g, group) in groups.enumerated() {
+            for slot in group { if let id = eventOfSlot[slot] { overlap[id, default: [:]][g, default: 0] += 1 } }
+        }
+        var candidates: [(count: Int, created: UInt64, old: String, group: Int)] = []
+        for (id, byGroup) in overlap {
+            for (g, count) in byGroup { candidates.append((count, records[id]!.created, id, g)) }
+        }
+        candidates.sort {
+            if $0.count != $1.count { return $0.count > $1.count }
+            if $0.created != $1.created { return $0.created < $1.created }
+            if $0.old != $1.old { return $0.old < $1.old }
+            return $0.group < $1.group
+        }
+        var idOfGroup = [String?](repeating: nil, count: groups.count)
+        var taken = Set<String>()
+        for candidate in candidates where idOfGroup[candidate.group] == nil && !taken.contains(candidate.old) {
+            idOfGroup[candidate.group] = candidate.old
+            taken.insert(candidate.old)
+        }
+
+        var newEvents: [Event] = []
+        var changes: [EventChange] = []
+        for (g, group) in groups.enumerated() {
+            let reports = group.map { slots[$0]! }
+            let preferred = configuration.preferred(reports)
+            var id: String
+            if let kept = idOfGroup[g] {
+                id = kept
+            } else {
+                let base = ReportKey(preferred).description
+                id = base
+                var n = 1
+                while records[id] != nil || taken.contains(id) {
+                    n += 1
+                    id = "\(base)#\(n)"
+                }
+                taken.insert(id)
+                idOfGroup[g] = id
+            }
+            newEvents.append(Event(id: id, reports: reports.map(ReportKey.init), preferred: preferred))
+        }
+
+        var deletions: [EventChange] = []
+        for id in old.sorted() where !idOfGroup.contains(id) {
+            // Superseded by the group that took most of its reports (ties: the smaller id).
+            var best: (count: Int, id: String)?
+            for (g, count) in overlap[id] ?? [:] {
+                let successor = idOfGroup[g]!
+                if best == nil || count > best!.count || (count == best!.count && successor < best!.id) {
+                    best = (count, successor)
+                }
+            }
+            deletions.append(.deleted(id, supersededBy: best?.id))
+        }
+        var before: [String: EventRecord] = [:]
+        for id in old {
+            before[id] = records[id]
+            records[id] = nil
+        }
+        for (g, event) in newEvents.enumerated() {
+            for slot in groups[g] { eventOfSlot[slot] = event.id }
+            if let record = before[event.id] {
+                records[event.id] = EventRecord(event: event, created: record.created)
+                if record.event != event { changes.append(.updated(event)) }
+            } else {
+                sequence += 1
+                records[event.id] = EventRecord(event: event, created: sequence)
+                changes.append(.created(event))
+            }
+        }
+        changes.sort { $0.eventID < $1.eventID }
+        return changes + deletions
+    }
+}
