@@ -1,3 +1,216 @@
 import QuakeAssociation
 import QuakeModel
 import Testing
+
+/// A report for the tests: time in seconds from a fixed origin, position in degrees.
+func report(
+    _ source: String, _ id: String, t: Double, lat: Double = 35, lon: Double = 139, mag: Double? = 4,
+    agency: String? = nil, reviewed: Bool = false, updated: Int64? = nil, links: [String] = []
+) -> SourceReport {
+    SourceReport(
+        source: source, id: id, agency: agency, time: base + Int64((t * 1000).rounded()), latitude: lat, longitude: lon,
+        depth: 10, magnitude: mag, magnitudeType: "ml", place: "\(source) place", eventType: "earthquake",
+        evaluationMode: reviewed ? .manual : .automatic, evaluationStatus: reviewed ? .reviewed : .preliminary,
+        updated: updated, links: links)
+}
+
+let base: Int64 = 1_767_225_600_000  // 2026-01-01 00:00 UTC
+
+/// Kilometres north as degrees of latitude.
+func north(_ km: Double) -> Double { km / 111.194_926_6 }
+
+extension Associator {
+    /// The grouping, as sorted lists of keys.
+    var grouping: [[String]] { events.map { $0.reports.map(\.description) }.sorted { $0.lexicographicallyPrecedes($1) } }
+
+    mutating func add(_ reports: SourceReport...) -> [EventChange] { apply(reports.map(SourceItem.report)) }
+}
+
+@Suite("association examples")
+struct AssociationExampleTests {
+    @Test("two agencies, one quake 3 s and 20 km apart: one event, in either order")
+    func oneQuakeTwoAgencies() {
+        let a = report("usgs", "us1", t: 0)
+        let b = report("emsc", "em1", t: 3, lat: 35 + north(20))
+        for order in [[a, b], [b, a]] {
+            var associator = Associator()
+            for r in order { _ = associator.apply(.report(r)) }
+            #expect(associator.grouping == [["emsc:em1", "usgs:us1"]])
+        }
+        #expect(abs(Association.distanceKm(35, 139, 35 + north(20), 139) - 20) < 1e-6)
+    }
+
+    @Test("20 s apart: two events; 120 km apart: two events; the windows are inclusive")
+    func outsideTheWindows() {
+        var associator = Associator()
+        _ = associator.add(report("usgs", "us1", t: 0), report("emsc", "em1", t: 20))
+        #expect(associator.eventCount == 2)
+        associator = Associator()
+        _ = associator.add(report("usgs", "us1", t: 0), report("emsc", "em1", t: 1, lat: 35 + north(120)))
+        #expect(associator.eventCount == 2)
+        associator = Associator()
+        _ = associator.add(report("usgs", "us1", t: 0), report("emsc", "em1", t: 16, lat: 35 + north(99.9)))
+        #expect(associator.eventCount == 1)
+    }
+
+    @Test("one source twice, close by: two events")
+    func sameSourceTwice() {
+        var associator = Associator()
+        _ = associator.add(report("usgs", "us1", t: 0), report("usgs", "us2", t: 2))
+        #expect(associator.grouping == [["usgs:us1"], ["usgs:us2"]])
+    }
+
+    @Test("a USGS ids link joins two reports of one source, far apart; and a link to another source's id")
+    func idLinks() {
+        var associator = Associator()
+        _ = associator.add(report("usgs", "us1", t: 0), report("usgs", "ci9", t: 100, lat: 40, links: ["us1"]))
+        #expect(associator.grouping == [["usgs:ci9", "usgs:us1"]])
+        // The same id from two sources (the summary feed and the FDSN service) is a link too.
+        _ = associator.add(report("fdsn", "us1", t: 300))
+        #expect(associator.grouping == [["fdsn:us1", "usgs:ci9", "usgs:us1"]])
+        // A link naming another agency's id.
+        var other = Associator()
+        _ = other.add(report("emsc", "em7", t: 0, lat: 10), report("usgs", "us7", t: 500, lat: 20, links: ["em7"]))
+        #expect(other.grouping == [["emsc:em7", "usgs:us7"]])
+        // Retracting the linking report splits them again.
+        let changes = other.apply(.retraction(source: "usgs", id: "us7", updated: nil))
+        #expect(other.grouping == [["emsc:em7"]])
+        #expect(changes.count == 1)
+    }
+
+    @Test("an aftershock sequence does not chain into one event (complete linkage)")
+    func noChaining() {
+        // Shocks 12 s and 60 km apart, alternately reported by two agencies: each within the
+        // windows of the next, the first and the third not (24 s).
+        var associator = Associator()
+        _ = associator.add(
+            report("a", "a1", t: 0), report("b", "b1", t: 12, lat: 35 + north(60)),
+            report("a", "a2", t: 24, lat: 35 + north(120)), report("b", "b2", t: 36, lat: 35 + north(180)))
+        #expect(associator.eventCount == 2)
+        for event in associator.events { #expect(event.reports.count == 2) }
+        // Single linkage would make one event of all four; each event's reports are within the windows.
+        #expect(associator.grouping == [["a:a1", "b:b1"], ["a:a2", "b:b2"]])
+        // Three agencies, a main shock and an aftershock 10 s later and 50 km away: the nearest wins.
+        var sequence = Associator()
+        _ = sequence.add(
+            report("a", "main", t: 0), report("a", "after", t: 10, lat: 35 + north(50)),
+            report("b", "b1", t: 2, lat: 35 + north(5)), report("c", "c1", t: 9, lat: 35 + north(45)))
+        #expect(sequence.grouping == [["a:after", "c:c1"], ["a:main", "b:b1"]])
+    }
+
+    @Test("a revision that moves a report out splits its event, one that moves it back merges")
+    func splitAndMerge() {
+        var associator = Associator()
+        var changes = associator.add(report("usgs", "us1", t: 0, updated: 1), report("emsc", "em1", t: 3, updated: 1))
+        #expect(changes == [.created(associator.events[0])])
+        #expect(associator.events.map(\.id) == ["emsc:em1"])  // no source order: the key breaks the tie... after updated
+        let id = associator.events[0].id
+
+        changes = associator.apply(.report(report("emsc", "em1", t: 60, updated: 2)))
+        #expect(associator.grouping == [["emsc:em1"], ["usgs:us1"]])
+        // The event keeps its id (it shares one report with each part; the smaller first key keeps it).
+        #expect(changes.count == 2)
+        #expect(changes.contains { if case .updated(let event) = $0 { event.id == id } else { false } })
+        #expect(changes.contains { if case .created = $0 { true } else { false } })
+
+        changes = associator.apply(.report(report("emsc", "em1", t: 2, updated: 3)))
+        #expect(associator.grouping == [["emsc:em1", "usgs:us1"]])
+        #expect(changes.count == 2)
+        let survivor = associator.events[0].id
+        let deleted = changes.compactMap { if case .deleted(let gone, let by) = $0 { (gone, by) } else { nil } }
+        #expect(deleted.count == 1)
+        #expect(deleted.first?.1 == survivor)
+        #expect(deleted.first?.0 != survivor)
+        #expect(changes.first == .updated(associator.events[0]))
+
+        // A stale revision (older updated) is ignored; a retraction of one report updates the event.
+        #expect(associator.apply(.report(report("emsc", "em1", t: 60, updated: 2))) == [])
+        changes = associator.apply(.retraction(source: "emsc", id: "em1", updated: 4))
+        #expect(associator.grouping == [["usgs:us1"]])
+        #expect(changes == [.updated(associator.events[0])])
+        changes = associator.apply(.retraction(source: "usgs", id: "us1", updated: nil))
+        #expect(changes == [.deleted(survivor, supersededBy: nil)])
+        #expect(associator.eventCount == 0)
+    }
+
+    @Test("a merge keeps the event created first and deletes the other as superseded")
+    func mergeKeepsTheOlderEvent() {
+        var associator = Associator()
+        _ = associator.add(report("b", "b1", t: 0))
+        _ = associator.add(report("a", "a1", t: 30))
+        let (first, second) = ("b:b1", "a:a1")
+        #expect(Set(associator.events.map(\.id)) == [first, second])
+        // a:a1 is revised to 2 s: both join; each old event shares one report; b:b1 was created first.
+        let changes = associator.apply(.report(report("a", "a1", t: 2, updated: 5)))
+        #expect(associator.events.map(\.id) == [first])
+        #expect(changes == [.updated(associator.events[0]), .deleted(second, supersededBy: first)])
+    }
+
+    @Test("preferred: reviewed beats automatic, then a regional authority, then source order, then updated, then the key")
+    func preferredRules() {
+        func preferred(_ configuration: AssociationConfiguration, _ reports: SourceReport...) -> String {
+            var associator = Associator(configuration: configuration)
+            _ = associator.apply(reports.map(SourceItem.report))
+            #expect(associator.eventCount == 1)
+            return associator.events[0].preferredKey.description
+        }
+        let ordered = AssociationConfiguration(sourceOrder: ["a", "b", "c"])
+        // Source order.
+        #expect(preferred(ordered, report("a", "1", t: 0), report("b", "2", t: 1), report("c", "3", t: 2)) == "a:1")
+        // Reviewed beats the source order.
+        #expect(
+            preferred(ordered, report("a", "1", t: 0), report("b", "2", t: 1), report("c", "3", t: 2, reviewed: true))
+                == "c:3")
+        // A regional authority (by agency or by source name) beats the source order, inside its region only.
+        let regional = AssociationConfiguration(
+            sourceOrder: ["a", "b", "c"],
+            regionalPreferences: [
+                RegionalPreference(agencies: ["GFZ"], region: .circle(latitude: 35, longitude: 139, radiusKm: 50))
+            ])
+        #expect(
+            preferred(regional, report("a", "1", t: 0), report("c", "3", t: 1, agency: "GFZ")) == "c:3")
+        #expect(
+            preferred(
+                regional, report("a", "1", t: 0, lat: 36), report("c", "3", t: 1, lat: 36 + north(10), agency: "GFZ"))
+                == "a:1")
+        #expect(
+            preferred(regional, report("a", "1", t: 0), report("c", "3", t: 1, agency: "GFZ", reviewed: true))
+                == "c:3")
+        #expect(
+            preferred(regional, report("a", "1", t: 0, reviewed: true), report("c", "3", t: 1, agency: "GFZ"))
+                == "a:1")
+        // Then the most recently updated, then the key.
+        let unordered = AssociationConfiguration()
+        #expect(preferred(unordered, report("a", "1", t: 0, updated: 5), report("b", "2", t: 1, updated: 9)) == "b:2")
+        #expect(preferred(unordered, report("a", "1", t: 0, updated: 9), report("b", "2", t: 1, updated: 5)) == "a:1")
+        #expect(preferred(unordered, report("b", "1", t: 0), report("a", "2", t: 1)) == "a:2")
+        // The preferred report gives the event's figures.
+        var associator = Associator(configuration: ordered)
+        _ = associator.add(report("b", "2", t: 1, mag: 5.2), report("a", "1", t: 0, mag: 4.9))
+        #expect(associator.events[0].magnitude == 4.9)
+        #expect(associator.events[0].time == base)
+        #expect(associator.events[0].place == "a place")
+    }
+
+    @Test("regions: a circle, a box, a box across the antimeridian")
+    func regions() {
+        let circle = Region.circle(latitude: 0, longitude: 179.5, radiusKm: 120)
+        #expect(circle.contains(latitude: 0, longitude: -179.5))  // 111 km across the antimeridian
+        #expect(!circle.contains(latitude: 0, longitude: 178))
+        let box = Region.box(minLatitude: -50, maxLatitude: -30, minLongitude: 165, maxLongitude: 180)
+        #expect(box.contains(latitude: -41, longitude: 174))
+        #expect(!box.contains(latitude: -41, longitude: -175))
+        let across = Region.box(minLatitude: -50, maxLatitude: -30, minLongitude: 170, maxLongitude: -175)
+        #expect(across.contains(latitude: -41, longitude: 175))
+        #expect(across.contains(latitude: -41, longitude: -178))
+        #expect(!across.contains(latitude: -41, longitude: 0))
+        #expect(!across.contains(latitude: -29, longitude: 175))
+    }
+
+    @Test("quakes either side of the antimeridian associate")
+    func acrossTheAntimeridian() {
+        var associator = Associator()
+        _ = associator.add(report("a", "1", t: 0, lat: -15, lon: 179.9), report("b", "2", t: 1, lat: -15, lon: -179.9))
+        #expect(associator.eventCount == 1)
+    }
+}
