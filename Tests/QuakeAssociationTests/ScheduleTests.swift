@@ -1,0 +1,525 @@
+import Foundation
+import QuakeAssociation
+import QuakeModel
+import Testing
+
+/// A seeded generator (SplitMix64, as QuakeModelCheck's `SeededRandom`): the same seed gives the
+/// same schedules on every machine.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// The seed of case `index` of a run seeded with `seed`: each case can be run on its own.
+    static func caseSeed(_ seed: UInt64, _ index: Int) -> UInt64 {
+        var random = SplitMix(seed: seed ^ (UInt64(index) &* 0xD6E8_FEB8_6659_FD93))
+        return random.next()
+    }
+}
+
+/// One random schedule: a configuration and the items fed to the associator one by one.
+struct Schedule: CustomStringConvertible {
+    var configuration: AssociationConfiguration
+    var steps: [SourceItem]
+
+    var description: String {
+        var lines = [
+            "configuration: sources \(configuration.sourceOrder), regional \(configuration.regionalPreferences)"
+        ]
+        for (index, step) in steps.enumerated() {
+            switch step {
+            case .report(let r):
+                let t = Double(r.time - base) / 1000
+                var line =
+                    "\(index): report \(r.source):\(r.id) t=\(t)s lat=\(String(format: "%.4f", r.latitude)) lon=\(String(format: "%.4f", r.longitude))"
+                line += " updated=\(r.updated.map(String.init) ?? "nil")"
+                if r.isReviewed { line += " reviewed" }
+                if let agency = r.agency { line += " agency=\(agency)" }
+                if !r.links.isEmpty { line += " links=\(r.links)" }
+                lines.append(line)
+            case .retraction(let source, let id, let updated):
+                lines.append("\(index): retract \(source):\(id) updated=\(updated.map(String.init) ?? "nil")")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct ScheduleFailure: Error, CustomStringConvertible {
+    var step: Int
+    var message: String
+    var description: String { "at step \(step): \(message)" }
+}
+
+/// What the schedules exercised, to show the generator does its job.
+struct ScheduleStats {
+    var steps = 0
+    var reports = 0
+    var maxEvents = 0
+    var multiSourceEvents = 0
+    var merges = 0  // events deleted as superseded
+    var splits = 0  // events created while an existing event lost reports
+    var retractions = 0
+    var idLinkedSameSource = 0
+    var sameSourceNeighbours = 0  // events left apart though within the windows, one source
+}
+
+@Suite("association schedules")
+struct AssociationScheduleTests {
+    static let agencies = ["usgs", "emsc", "gfz", "geonet"]
+
+    static func generate(_ random: inout SplitMix) -> Schedule {
+        let agencies = Array(agencies.shuffled(using: &random).prefix(Int.random(in: 2...4, using: &random)))
+        var configuration = AssociationConfiguration(
+            sourceOrder: Array(agencies.shuffled(using: &random).prefix(Int.random(in: 0...agencies.count, using: &random))))
+        if Bool.random(using: &random) {
+            let region: Region =
+                Bool.random(using: &random)
+                ? .circle(latitude: 35, longitude: 139, radiusKm: Double.random(in: 20...150, using: &random))
+                : .box(minLatitude: 34, maxLatitude: 36, minLongitude: 138, maxLongitude: 139.5)
+            configuration.regionalPreferences = [
+                RegionalPreference(agencies: [agencies.randomElement(using: &random)!.uppercased()], region: region)
+            ]
+        }
+        var counter = 0
+        func nextID(_ agency: String) -> String {
+            counter += 1
+            return "\(agency)\(counter)"
+        }
+        func offset(_ latitude: Double, _ longitude: Double, km: Double, random: inout SplitMix) -> (Double, Double) {
+            let bearing = Double.random(in: 0..<(2 * .pi), using: &random)
+            let distance = Double.random(in: 0...km, using: &random)
+            let dLat = distance * cos(bearing) / 111.195
+            let dLon = distance * sin(bearing) / (111.195 * cos(latitude * .pi / 180))
+            return (latitude + dLat, longitude + dLon)
+        }
+        func makeReport(
+            _ agency: String, _ id: String, time: Double, _ latitude: Double, _ longitude: Double, magnitude: Double,
+            random: inout SplitMix
+        ) -> SourceReport {
+            let reviewed = Int.random(in: 0..<5, using: &random) == 0
+            return SourceReport(
+                source: agency, id: id, agency: agency.uppercased(), time: base + Int64(time * 1000), latitude: latitude,
+                longitude: longitude, depth: 10, magnitude: (magnitude * 10).rounded() / 10, magnitudeType: "ml",
+                place: "\(agency) place", evaluationMode: reviewed ? .manual : .automatic)
+        }
+
+        // Quakes: main shocks spread over a few minutes and 300 km, aftershocks within the windows of one.
+        var quakes: [(time: Double, latitude: Double, longitude: Double, magnitude: Double)] = []
+        for _ in 0..<Int.random(in: 2...7, using: &random) {
+            if let main = quakes.randomElement(using: &random), Int.random(in: 0..<3, using: &random) == 0 {
+                let (latitude, longitude) = offset(main.latitude, main.longitude, km: 70, random: &random)
+                quakes.append((main.time + Double.random(in: 4...15, using: &random), latitude, longitude, main.magnitude - 1))
+            } else {
+                let (latitude, longitude) = offset(35, 139, km: 150, random: &random)
+                quakes.append(
+                    (Double.random(in: 0...150, using: &random), latitude, longitude, Double.random(in: 3...6, using: &random)))
+            }
+        }
+        var initial: [SourceReport] = []
+        var byQuake: [[SourceReport]] = []
+        for quake in quakes {
+            var these: [SourceReport] = []
+            for agency in agencies where Int.random(in: 0..<4, using: &random) != 0 {
+                let (latitude, longitude) = offset(quake.latitude, quake.longitude, km: 25, random: &random)
+                these.append(
+                    makeReport(
+                        agency, nextID(agency), time: quake.time + Double.random(in: -3...3, using: &random), latitude,
+                        longitude, magnitude: quake.magnitude + Double.random(in: -0.3...0.3, using: &random),
+                        random: &random))
+            }
+            // A second event of one source close by.
+            if Int.random(in: 0..<6, using: &random) == 0 {
+                let agency = agencies.randomElement(using: &random)!
+                let (latitude, longitude) = offset(quake.latitude, quake.longitude, km: 30, random: &random)
+                these.append(
+                    makeReport(
+                        agency, nextID(agency), time: quake.time + Double.random(in: 1...6, using: &random), latitude,
+                        longitude, magnitude: quake.magnitude - 1, random: &random))
+            }
+            // USGS-style ids: the first agency names another's id, or an alias of its own, far off.
+            if let first = these.first(where: { $0.source == agencies[0] }), Int.random(in: 0..<3, using: &random) == 0 {
+                var linked = first
+                if let other = these.first(where: { $0.source != first.source }), Bool.random(using: &random) {
+                    linked.links = [other.id]
+                    these[these.firstIndex(of: first)!] = linked
+                } else {
+                    let (latitude, longitude) = offset(quake.latitude, quake.longitude, km: 200, random: &random)
+                    var alias = makeReport(
+                        first.source, nextID(first.source), time: quake.time + Double.random(in: -30...30, using: &random),
+                        latitude, longitude, magnitude: quake.magnitude, random: &random)
+                    alias.links = [first.id]
+                    these.append(alias)
+                }
+            }
+            byQuake.append(these)
+            initial += these
+        }
+        var steps = initial.shuffled(using: &random).map(SourceItem.report)
+        // Revisions and retractions, each after the report it changes.
+        for _ in 0..<Int.random(in: 0...(initial.count + 2), using: &random) {
+            guard !initial.isEmpty else { break }
+            let position = Int.random(in: 0..<initial.count, using: &random)
+            var revised = initial[position]
+            let after = steps.firstIndex { if case .report(let r) = $0 { r.id == revised.id } else { false } }!
+            let insert = Int.random(in: (after + 1)...steps.count, using: &random)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0...1:  // a small revision
+                revised.time += Int64.random(in: -2000...2000, using: &random)
+                (revised.latitude, revised.longitude) = offset(revised.latitude, revised.longitude, km: 10, random: &random)
+                revised.magnitude = revised.magnitude.map { $0 + 0.1 }
+            case 2...3:  // out of the windows
+                revised.time += Int64.random(in: 15000...40000, using: &random) * (Bool.random(using: &random) ? 1 : -1)
+            case 4:
+                (revised.latitude, revised.longitude) = offset(revised.latitude, revised.longitude, km: 200, random: &random)
+            case 5...6:  // onto another quake
+                let quake = quakes.randomElement(using: &random)!
+                revised.time = base + Int64((quake.time + Double.random(in: -2...2, using: &random)) * 1000)
+                (revised.latitude, revised.longitude) = offset(quake.latitude, quake.longitude, km: 15, random: &random)
+            case 7:  // an id link
+                if let other = initial.randomElement(using: &random), other.id != revised.id { revised.links = [other.id] }
+            case 8:  // reviewed now
+                revised.evaluationMode = .manual
+            default:
+                steps.insert(.retraction(source: revised.source, id: revised.id, updated: nil), at: insert)
+                continue
+            }
+            initial[position] = revised
+            steps.insert(.report(revised), at: insert)
+        }
+        // Updated times by position: a later item is newer.
+        for index in steps.indices {
+            switch steps[index] {
+            case .report(var r):
+                r.updated = Int64(index + 1)
+                steps[index] = .report(r)
+            case .retraction(let source, let id, _):
+                steps[index] = .retraction(source: source, id: id, updated: Int64(index + 1))
+            }
+        }
+        return schedule(configuration, steps)
+    }
+
+    static func schedule(_ configuration: AssociationConfiguration, _ steps: [SourceItem]) -> Schedule {
+        Schedule(configuration: configuration, steps: steps)
+    }
+
+    // MARK: - The rules, written again independently of the library
+
+    static func distanceKm(_ a: SourceReport, _ b: SourceReport) -> Double {
+        let rad = Double.pi / 180
+        let h =
+            pow(sin((b.latitude - a.latitude) * rad / 2), 2) + cos(a.latitude * rad) * cos(b.latitude * rad)
+            * pow(sin((b.longitude - a.longitude) * rad / 2), 2)
+        return 2 * 6371.0 * asin(min(1, sqrt(h)))
+    }
+
+    static func within(_ a: SourceReport, _ b: SourceReport, _ configuration: AssociationConfiguration) -> Bool {
+        abs(a.time - b.time) <= configuration.associateTimeMilliseconds
+            && distanceKm(a, b) <= configuration.associateDistanceKm + 1e-9
+    }
+
+    /// Whether two reports are within a hair of a window's edge, where the library's and the
+    /// test's floating point may round differently.
+    static func nearEdge(_ a: SourceReport, _ b: SourceReport, _ configuration: AssociationConfiguration) -> Bool {
+        abs(distanceKm(a, b) - configuration.associateDistanceKm) < 1e-6
+    }
+
+    /// The id-link components of the reports: key -> component representative.
+    static func idComponents(_ reports: [SourceReport]) -> [ReportKey: ReportKey] {
+        var parent: [ReportKey: ReportKey] = [:]
+        for r in reports { parent[ReportKey(r)] = ReportKey(r) }
+        func find(_ k: ReportKey) -> ReportKey {
+            var k = k
+            while parent[k]! != k { k = parent[k]! }
+            return k
+        }
+        var byID: [String: [ReportKey]] = [:]
+        for r in reports { byID[r.id, default: []].append(ReportKey(r)) }
+        for r in reports {
+            for other in (byID[r.id] ?? []) + r.links.flatMap({ byID[$0] ?? [] }) {
+                let (a, b) = (find(ReportKey(r)), find(other))
+                if a != b { parent[a] = b }
+            }
+        }
+        var result: [ReportKey: ReportKey] = [:]
+        for r in reports { result[ReportKey(r)] = find(ReportKey(r)) }
+        return result
+    }
+
+    /// The rank of a report by the preferred rules, smaller first, written out as a tuple.
+    static func rank(_ r: SourceReport, _ configuration: AssociationConfiguration) -> (Int, Int, Int, Int64, String, String) {
+        var regional = Int.max
+        var index = 0
+        search: for preference in configuration.regionalPreferences {
+            for agency in preference.agencies {
+                if (agency == r.agency || agency == r.source)
+                    && preference.region.contains(latitude: r.latitude, longitude: r.longitude)
+                {
+                    regional = index
+                    break search
+                }
+                index += 1
+            }
+        }
+        return (
+            r.isReviewed ? 0 : 1, regional, configuration.sourceOrder.firstIndex(of: r.source) ?? Int.max,
+            -(r.updated ?? Int64.min + 1), r.source, r.id
+        )
+    }
+
+    /// Plays a schedule, checking the rules after every step; throws the first violation.
+    @discardableResult
+    static func play(_ schedule: Schedule, stats: inout ScheduleStats) throws -> Associator {
+        let configuration = schedule.configuration
+        var associator = Associator(configuration: configuration)
+        var model: [ReportKey: SourceReport] = [:]
+        var mirror: [String: Event] = [:]
+        var shuffler = SplitMix(seed: UInt64(schedule.steps.count))
+        for (step, item) in schedule.steps.enumerated() {
+            func fail(_ message: String) -> ScheduleFailure { ScheduleFailure(step: step, message: message) }
+            let previous = associator.events
+            let previousMembers = Set(previous.flatMap(\.reports))
+            // The model of the current reports: a newer item replaces, an older one is ignored.
+            switch item {
+            case .report(let r):
+                if let old = model[ReportKey(r)], let o = old.updated, let n = r.updated, n < o { break }
+                model[ReportKey(r)] = r
+            case .retraction(let source, let id, let updated):
+                let key = ReportKey(source: source, id: id)
+                if let old = model[key], let o = old.updated, let n = updated, n < o { break }
+                if model.removeValue(forKey: key) != nil { stats.retractions += 1 }
+            }
+            let changes = associator.apply(item)
+            stats.steps += 1
+
+            // The changes, applied to a mirror, give the associator's events.
+            for change in changes {
+                switch change {
+                case .created(let event):
+                    if mirror[event.id] != nil { throw fail("\(change): the id is live") }
+                    mirror[event.id] = event
+                case .updated(let event):
+                    if mirror[event.id] == nil { throw fail("\(change): no such event") }
+                    if mirror[event.id] == event { throw fail("\(change): nothing changed") }
+                    mirror[event.id] = event
+                case .deleted(let id, let survivor):
+                    if mirror.removeValue(forKey: id) == nil { throw fail("\(change): no such event") }
+                    if let survivor, associator.event(id: survivor) == nil {
+                        throw fail("\(change): the survivor does not exist")
+                    }
+                    if survivor != nil { stats.merges += 1 }
+                }
+            }
+            // An event that keeps its id keeps some of its reports; a superseded one's survivor took
+            // some of them; one deleted without a survivor has none left.
+            let before = Dictionary(uniqueKeysWithValues: previous.map { ($0.id, Set($0.reports)) })
+            for change in changes {
+                switch change {
+                case .updated(let event):
+                    if before[event.id]?.isDisjoint(with: event.reports) ?? true {
+                        throw fail("\(change) shares no report with the event it was")
+                    }
+                case .deleted(let id, let survivor?):
+                    if before[id]!.isDisjoint(with: associator.event(id: survivor)?.reports ?? []) {
+                        throw fail("\(change): the survivor took none of its reports")
+                    }
+                case .deleted(let id, nil):
+                    if before[id]!.contains(where: { associator.report($0) != nil }) {
+                        throw fail("\(change) without a survivor, but some of its reports are left")
+                    }
+                case .created: break
+                }
+            }
+            let events = associator.events
+            if mirror.values.sorted(by: { $0.id < $1.id }) != events {
+                throw fail("the changes \(changes) do not give the events \(events)")
+            }
+
+            // The reports are the model's.
+            let reports = model.values.sorted { ReportKey($0) < ReportKey($1) }
+            if associator.reports != reports { throw fail("the associator's reports are not the model's") }
+
+            // Each report in exactly one event.
+            let members = events.flatMap(\.reports)
+            if members.sorted() != reports.map(ReportKey.init) {
+                throw fail("the events' reports \(members.sorted()) are not the reports \(reports.map(ReportKey.init))")
+            }
+            for event in events where event.reports.isEmpty { throw fail("an empty event \(event.id)") }
+
+            // Within an event: reports of other id components are of other sources and within the windows.
+            let component = idComponents(reports)
+            for event in events {
+                let rs = event.reports.map { model[$0]! }
+                for i in rs.indices {
+                    for j in rs.indices where i < j && component[ReportKey(rs[i])] != component[ReportKey(rs[j])] {
+                        if rs[i].source == rs[j].source {
+                            throw fail("\(event.id) holds \(ReportKey(rs[i])) and \(ReportKey(rs[j])), one source, not linked")
+                        }
+                        if !within(rs[i], rs[j], configuration) && !nearEdge(rs[i], rs[j], configuration) {
+                            throw fail("\(event.id) holds \(ReportKey(rs[i])) and \(ReportKey(rs[j])), outside the windows")
+                        }
+                    }
+                    if i > 0 && rs[i].source == rs[0].source && component[ReportKey(rs[i])] == component[ReportKey(rs[0])] {
+                        stats.idLinkedSameSource += 1
+                    }
+                }
+                if Set(rs.map(\.source)).count > 1 { stats.multiSourceEvents += 1 }
+                // The preferred report follows the rules.
+                let best = rs.min { rank($0, configuration) < rank($1, configuration) }!
+                if event.preferred != best {
+                    throw fail(
+                        ReportKey(event.preferred) == ReportKey(best)
+                            ? "\(event.id) holds an old version of its preferred report \(ReportKey(best))"
+                            : "\(event.id) prefers \(event.preferredKey), the rules \(ReportKey(best))")
+                }
+            }
+
+            // A fixpoint: no two events would match.
+            for i in events.indices {
+                for j in events.indices where i < j {
+                    let a = events[i].reports.map { model[$0]! }
+                    let b = events[j].reports.map { model[$0]! }
+                    if a.contains(where: { x in b.contains { component[ReportKey($0)] == component[ReportKey(x)] } }) {
+                        throw fail("\(events[i].id) and \(events[j].id) are id-linked")
+                    }
+                    let disjoint = Set(a.map(\.source)).isDisjoint(with: b.map(\.source))
+                    if disjoint && a.allSatisfy({ x in b.allSatisfy { within(x, $0, configuration) } }) {
+                        if !a.contains(where: { x in b.contains { nearEdge(x, $0, configuration) } }) {
+                            throw fail("\(events[i].id) and \(events[j].id) would merge")
+                        }
+                    }
+                    if !disjoint
+                        && a.contains(where: { x in b.contains { x.source == $0.source && within(x, $0, configuration) } })
+                    {
+                        stats.sameSourceNeighbours += 1
+                    }
+                }
+            }
+
+            // From scratch, and in another order, the same grouping and preferred reports.
+            var fresh = Associator(configuration: configuration)
+            _ = fresh.apply(reports.map(SourceItem.report))
+            func summary(_ a: Associator) -> [[ReportKey]] {
+                a.events.map { [$0.preferredKey] + $0.reports }.sorted { $0.lexicographicallyPrecedes($1) }
+            }
+            if summary(fresh) != summary(associator) {
+                throw fail("incremental \(summary(associator)) but from scratch \(summary(fresh))")
+            }
+            var shuffled = Associator(configuration: configuration)
+            for r in reports.shuffled(using: &shuffler) { _ = shuffled.apply(.report(r)) }
+            if summary(shuffled) != summary(associator) {
+                throw fail("in order \(summary(associator)) but shuffled \(summary(shuffled))")
+            }
+
+            // Ids stay: an event whose reports are all in one event now, with only reports no
+            // event held before, keeps its id.
+            for old in previous {
+                guard let now = associator.event(containing: old.reports[0]) else { continue }
+                let current = Set(now.reports)
+                if current.isSuperset(of: old.reports), current.subtracting(old.reports).isDisjoint(with: previousMembers),
+                    now.id != old.id
+                {
+                    throw fail("\(old.id) only grew, into \(now), but lost its id")
+                }
+            }
+            if changes.contains(where: { if case .created = $0 { true } else { false } }),
+                previous.contains(where: { old in
+                    old.reports.contains { model[$0] != nil } && associator.event(containing: old.reports[0]).map {
+                        !Set($0.reports).isSuperset(of: old.reports.filter { model[$0] != nil })
+                    } ?? false
+                })
+            {
+                stats.splits += 1
+            }
+            stats.maxEvents = max(stats.maxEvents, events.count)
+            stats.reports = max(stats.reports, reports.count)
+        }
+
+        // The whole schedule as one batch gives the same events as item by item.
+        var batch = Associator(configuration: configuration)
+        _ = batch.apply(schedule.steps)
+        if batch.events.map(\.reports).sorted(by: { $0.lexicographicallyPrecedes($1) })
+            != associator.events.map(\.reports).sorted(by: { $0.lexicographicallyPrecedes($1) })
+        {
+            throw ScheduleFailure(step: schedule.steps.count, message: "one batch gives \(batch.events), item by item \(associator.events)")
+        }
+        return associator
+    }
+
+    /// Drops steps while the schedule still fails: the smallest schedule that shows the failure.
+    static func shrink(_ schedule: Schedule) -> (Schedule, ScheduleFailure) {
+        func failure(_ candidate: Schedule) -> ScheduleFailure? {
+            var stats = ScheduleStats()
+            do {
+                try play(candidate, stats: &stats)
+                return nil
+            } catch let failure as ScheduleFailure {
+                return failure
+            } catch {
+                return ScheduleFailure(step: -1, message: "\(error)")
+            }
+        }
+        var smallest = schedule
+        var last = failure(schedule) ?? ScheduleFailure(step: -1, message: "does not fail again")
+        var chunk = max(1, smallest.steps.count / 2)
+        while chunk >= 1 {
+            var removed = false
+            var start = 0
+            while start < smallest.steps.count {
+                var candidate = smallest
+                candidate.steps.removeSubrange(start..<min(start + chunk, candidate.steps.count))
+                if let failed = failure(candidate) {
+                    smallest = candidate
+                    last = failed
+                    removed = true
+                } else {
+                    start += chunk
+                }
+            }
+            if !removed { chunk /= 2 }
+        }
+        // Then drop the configuration's preferences, when the failure does not need them.
+        var plain = smallest
+        plain.configuration = AssociationConfiguration()
+        if let failed = failure(plain) { return (plain, failed) }
+        return (smallest, last)
+    }
+
+    @Test("random schedules: a partition by the rules, a fixpoint, the same as from scratch and in any order, stable ids")
+    func randomSchedules() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["QUAKED_ASSOCIATION_SEED"].flatMap { UInt64($0) } ?? 20_261_127
+        let cases = environment["QUAKED_ASSOCIATION_CASES"].flatMap { Int($0) } ?? 300
+        var stats = ScheduleStats()
+        for index in 0..<cases {
+            var random = SplitMix(seed: SplitMix.caseSeed(seed, index))
+            let schedule = Self.generate(&random)
+            do {
+                try Self.play(schedule, stats: &stats)
+            } catch {
+                let (smallest, failure) = Self.shrink(schedule)
+                Issue.record(
+                    """
+                    association schedules: seed \(seed), case \(index) (QUAKED_ASSOCIATION_SEED=\(seed)): \(error)
+                    shrunk to \(smallest.steps.count) of \(schedule.steps.count) steps, failing \(failure):
+                    \(smallest)
+                    """)
+                return
+            }
+        }
+        print(
+            "association schedules: seed \(seed): \(cases) cases, \(stats.steps) steps, up to \(stats.reports) reports and \(stats.maxEvents) events, \(stats.multiSourceEvents) multi-source event checks, \(stats.merges) merges, \(stats.splits) splits, \(stats.retractions) retractions, \(stats.idLinkedSameSource) id-linked same-source pairs, \(stats.sameSourceNeighbours) same-source neighbours kept apart"
+        )
+        #expect(stats.merges > cases / 10, "the generator hardly merged")
+        #expect(stats.splits > cases / 10, "the generator hardly split")
+    }
+}
