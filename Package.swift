@@ -197,6 +197,7 @@ let package = Package(
                 "Varlink",
                 "QuakeTestSupport",
                 "QuakeModelCheck",
+                "QuakeAssociation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
