@@ -9,6 +9,7 @@ struct QuakeMLEvent {
         var agencyURI: String?
         var time: String?
         var modificationTime: String?
+        var author: String?
     }
     struct Origin {
         var publicID: String?
@@ -89,7 +90,8 @@ struct QuakeMLEvent {
     /// - Depth: metres in QuakeML 1.2 and 1.0, divided by 1000; GeoNet's QuakeML 1.0.1
     ///   (`smi:geonet.org.nz/` ids) wrote kilometres and is taken as is.
     /// - Agency: `agencyID` of the origin, else the event, else the magnitude; else the last
-    ///   segment of `agencyURI` in the same order (`smi:smi-registry/organization/EMSC`: `EMSC`).
+    ///   segment of `agencyURI` in the same order (`smi:smi-registry/organization/EMSC`: `EMSC`);
+    ///   else the origin's `author` (the ISC bulletin names only authors: `ISC`, `IDC`).
     /// - Updated: the latest of the event's, the origin's and the magnitude's creationInfo
     ///   times (each its `modificationTime`, else its `creationTime`); one that does not parse
     ///   is ignored.
@@ -132,6 +134,7 @@ struct QuakeMLEvent {
         let agency =
             infos.lazy.compactMap { nonEmpty($0.agencyID) }.first
             ?? infos.lazy.compactMap { nonEmpty($0.agencyURI)?.split(separator: "/").last.map(String.init) }.first
+            ?? nonEmpty(origin.creationInfo.author)
         let place = ["region name", "Flinn-Engdahl region", "earthquake name"].lazy.compactMap { wanted in
             descriptions.first { $0.type == wanted && nonEmpty($0.text) != nil }?.text
         }.first

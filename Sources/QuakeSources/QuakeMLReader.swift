@@ -119,7 +119,9 @@ public final class QuakeMLReader {
             parser.shouldProcessNamespaces = true
             parser.shouldResolveExternalEntities = false
             parser.delegate = handler
-            if !parser.parse() && !handler.failed {
+            let parsed = parser.parse()
+            handler.finish(parser)
+            if !parsed && !handler.failed {
                 let message = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
                 channel.fail(
                     SourceError(
