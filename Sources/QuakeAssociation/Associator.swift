@@ -67,6 +67,9 @@ public struct Associator: Sendable {
     private var records: [String: EventRecord] = [:]
     private var sequence: UInt64 = 0
 
+    /// How many reports the last `apply` regrouped: the neighbourhood of its changes.
+    public private(set) var lastRegroupedCount = 0
+
     public init(configuration: AssociationConfiguration = AssociationConfiguration()) {
         self.configuration = configuration
     }
@@ -148,9 +151,13 @@ public struct Associator: Sendable {
                 seeds.remove(slot)
             }
         }
-        guard !seeds.isEmpty || !oldEvents.isEmpty else { return [] }
+        guard !seeds.isEmpty || !oldEvents.isEmpty else {
+            lastRegroupedCount = 0
+            return []
+        }
         var visited = Set<Int>()
         let affected = component(from: seeds.filter { slots[$0] != nil }, visited: &visited)
+        lastRegroupedCount = affected.count
         let changes = regroup(affected, oldEvents: oldEvents)
         freeSlots.append(contentsOf: freed)
         return changes

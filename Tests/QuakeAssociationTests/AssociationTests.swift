@@ -214,3 +214,84 @@ struct AssociationExampleTests {
         #expect(associator.eventCount == 1)
     }
 }
+
+@Suite("association details")
+struct AssociationDetailTests {
+    @Test("when several events qualify, the nearest by normalized distance wins, in any order")
+    func nearestWins() {
+        // a:1 and b:1 are 150 km apart (two events); c:1 is within the windows of both, nearer b:1.
+        let a = report("a", "a1", t: 0, lat: 35)
+        let b = report("b", "b1", t: 0, lat: 35 + north(150))
+        let c = report("c", "c1", t: 1, lat: 35 + north(90))
+        for order in [[a, b, c], [c, a, b], [b, c, a]] {
+            var associator = Associator()
+            for r in order { _ = associator.apply(.report(r)) }
+            #expect(associator.grouping == [["a:a1"], ["b:b1", "c:c1"]])
+        }
+        // Time counts too: x is 12 s and 20 km from a (0.78), 5 s and 70 km from b (0.77), and a and
+        // b are 17 s apart: x joins b, the farther in kilometres.
+        let x = report("x", "x1", t: 12, lat: 35 + north(20))
+        let y = report("y", "y1", t: 17, lat: 35 + north(90))
+        for order in [[a, x, y], [y, x, a], [x, a, y]] {
+            var associator = Associator()
+            for r in order { _ = associator.apply(.report(r)) }
+            #expect(associator.grouping == [["a:a1"], ["x:x1", "y:y1"]])
+        }
+    }
+
+    @Test("a split keeps the id in the part with the smaller first key; a new id that is live takes #2")
+    func idsOnSplits() {
+        var associator = Associator()
+        _ = associator.add(report("a", "a1", t: 0, updated: 1))
+        _ = associator.add(report("b", "b1", t: 1, updated: 1))
+        #expect(associator.events.map(\.id) == ["a:a1"])
+        // a:a1 moves away: the old event shares one report with each part, both created with it;
+        // the part with the smaller first key, {a:a1}, keeps the id, {b:b1} is new.
+        var changes = associator.apply(.report(report("a", "a1", t: 100, updated: 2)))
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "a:a1")
+        #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b:b1")
+        #expect(changes.map(\.description) == ["updated a:a1 [a:a1] preferred a:a1", "created b:b1 [b:b1] preferred b:b1"])
+        // Retracted and back next to b:b1: it joins b:b1, which keeps its id though a:a1 is now
+        // preferred (more recently updated).
+        changes = associator.apply(.retraction(source: "a", id: "a1", updated: 3))
+        #expect(changes == [.deleted("a:a1", supersededBy: nil)])
+        changes = associator.apply(.report(report("a", "a1", t: 0, updated: 4)))
+        #expect(associator.events.map(\.id) == ["b:b1"])
+        #expect(changes == [.updated(associator.events[0])])
+        #expect(associator.events[0].preferredKey.description == "a:a1")
+        // Now b:b1 leaves: {a:a1} (the smaller first key) keeps b:b1, and the part that leaves
+        // would take its preferred key b:b1, a live id: it takes b:b1#2.
+        changes = associator.apply(.report(report("b", "b1", t: 100, updated: 5)))
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "b:b1")
+        #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b:b1#2")
+        #expect(changes.map(\.eventID) == ["b:b1", "b:b1#2"])
+    }
+
+    @Test("a batch gives its net changes; a change recomputes only its neighbourhood")
+    func batchesAndNeighbourhoods() {
+        var associator = Associator()
+        // 1,000 quakes a minute apart, each from two agencies.
+        var items: [SourceItem] = []
+        for i in 0..<1000 {
+            items.append(.report(report("a", "a\(i)", t: Double(i * 60))))
+            items.append(.report(report("b", "b\(i)", t: Double(i * 60 + 2), lat: 35 + north(10))))
+        }
+        let changes = associator.apply(items)
+        #expect(changes.count == 1000)
+        #expect(changes.allSatisfy { if case .created(let event) = $0 { event.reports.count == 2 } else { false } })
+        #expect(associator.lastRegroupedCount == 2000)
+        // A third agency's report of quake 500: only that quake's reports are regrouped.
+        let third = associator.apply(.report(report("c", "c500", t: 30_001)))
+        #expect(associator.lastRegroupedCount == 3)
+        #expect(third.count == 1)
+        // Moved onto quake 700: the old and the new neighbourhood.
+        _ = associator.apply(.report(report("c", "c500", t: 42_001, updated: 9)))
+        #expect(associator.lastRegroupedCount == 5)
+        #expect(associator.event(containing: ReportKey(source: "c", id: "c500"))?.reports.count == 3)
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a500"))?.reports.count == 2)
+        // The same report again changes nothing.
+        #expect(associator.apply(.report(report("c", "c500", t: 42_001, updated: 9))) == [])
+        #expect(associator.eventCount == 1000)
+        #expect(associator.reportCount == 2001)
+    }
+}
