@@ -27,6 +27,67 @@ extension FDSNTestService {
             .response(TestResponse(status: status, body: .bytes(Array(page.utf8)), contentType: "text/html"))
         }
 
+        /// 200 with an HTML "service maintenance" page (`text/html`) instead of the answer, as an FDSN
+        /// service behind a portal answers while it is down.
+        public static func maintenancePage(status: Int = 200) -> Fault {
+            html(
+                status: status,
+                "<!DOCTYPE html>\n<html><head><title>Service maintenance</title></head>\n<body><h1>Service "
+                    + "maintenance</h1><p>The event service is down for maintenance. Please try again later.</p>"
+                    + "</body></html>\n")
+        }
+
+        /// The real answer (QuakeML) cut in the middle of an element name, the first origin's (else the
+        /// first event's), and delivered whole with the cut length: the HTTP is complete, the XML is not
+        /// well-formed. An answer without a body (204) becomes 200 with such a cut document.
+        public static func malformedXML() -> Fault {
+            .transform { answer in
+                guard case .bytes(let body) = answer.body, answer.status == 200 else {
+                    let cut = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<q:quakeml xmlns:q=\"http://quakeml.org/"
+                        + "xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">\n<eventParameters publicID="
+                        + "\"smi:fdsnws.test/eventParameters\">\n<event publicID=\"smi:fdsnws.test/event/cut\">\n  <ori"
+                    return TestResponse(body: .bytes(Array(cut.utf8)), contentType: "application/xml")
+                }
+                let end = firstRange(of: "<origin ", in: body) ?? firstRange(of: "<event ", in: body)
+                var cut = answer
+                cut.body = .bytes(Array(body[..<min(body.count, (end?.lowerBound ?? body.count / 2) + 4)]))
+                return cut
+            }
+        }
+
+        /// The real answer (FDSN text) with every event line made `columns` columns long (columns beyond
+        /// dropped, missing ones empty); the header line is left as it was.
+        public static func wrongColumnCount(_ columns: Int = 12) -> Fault {
+            .transform { answer in
+                guard case .bytes(let body) = answer.body else { return answer }
+                let lines = body.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+                var changed: [UInt8] = []
+                for (number, line) in lines.enumerated() {
+                    if number > 0 { changed.append(UInt8(ascii: "\n")) }
+                    guard let first = line.first, first != UInt8(ascii: "#") else {
+                        changed.append(contentsOf: line)
+                        continue
+                    }
+                    var fields = line.split(separator: UInt8(ascii: "|"), omittingEmptySubsequences: false)
+                    fields = Array(fields.prefix(columns))
+                    while fields.count < columns { fields.append([]) }
+                    changed.append(contentsOf: Array(fields.joined(separator: [UInt8(ascii: "|")])))
+                }
+                var response = answer
+                response.body = .bytes(changed)
+                return response
+            }
+        }
+
+        private static func firstRange(of text: String, in body: [UInt8]) -> Range<Int>? {
+            let needle = Array(text.utf8)
+            guard body.count >= needle.count else { return nil }
+            for start in 0...(body.count - needle.count) where body[start] == needle[0] {
+                if body[start..<start + needle.count].elementsEqual(needle) { return start..<start + needle.count }
+            }
+            return nil
+        }
+
         /// The response this fault gives in place of `answer`.
         func apply(to answer: () -> TestResponse) -> TestResponse {
             switch self {

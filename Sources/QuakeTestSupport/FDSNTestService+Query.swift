@@ -88,6 +88,8 @@ extension FDSNTestService {
         public var includeDeleted: Deleted
         /// `format`, as given.
         public var format: String?
+        /// `nodata`, 204 or 404, as given (an answer without events is 204 unless it is 404).
+        public var noData: Int?
 
         /// A query; every parameter has the real service's default (except that there is no default
         /// start time), so `Query()` matches every event that is not deleted, newest first.
@@ -95,7 +97,7 @@ extension FDSNTestService {
             startTime: Int64? = nil, endTime: Int64? = nil, updatedAfter: Int64? = nil,
             minMagnitude: Double? = nil, maxMagnitude: Double? = nil, circle: Circle? = nil, box: Box? = nil,
             orderBy: Order = .time, limit: Int? = nil, offset: Int = 1, includeDeleted: Deleted = .exclude,
-            format: String? = "geojson"
+            format: String? = "geojson", noData: Int? = nil
         ) {
             self.startTime = startTime
             self.endTime = endTime
@@ -109,6 +111,7 @@ extension FDSNTestService {
             self.offset = offset
             self.includeDeleted = includeDeleted
             self.format = format
+            self.noData = noData
         }
 
         /// Parses request parameters (names and values already percent-decoded) as the service does;
@@ -233,6 +236,12 @@ extension FDSNTestService {
             offset = try integer("offset", 1...Int(Int32.max)) ?? 1
             includeDeleted = try choice("includedeleted", Deleted.self) ?? .exclude
             format = given["format"]?.value
+            if let (name, value) = given["nodata"] {
+                guard value == "204" || value == "404" else {
+                    throw QueryError(parameter: name, message: "Bad \(name) value \"\(value)\". Must be 204 or 404.")
+                }
+                noData = Int(value)
+            }
         }
 
         /// Parameter name (with the FDSN short names) → its canonical name.
@@ -241,7 +250,7 @@ extension FDSNTestService {
             for name in [
                 "starttime", "endtime", "updatedafter", "minmagnitude", "maxmagnitude", "latitude", "longitude",
                 "maxradiuskm", "minlatitude", "maxlatitude", "minlongitude", "maxlongitude", "orderby", "limit",
-                "offset", "includedeleted", "format",
+                "offset", "includedeleted", "format", "nodata",
             ] {
                 names[name] = name
             }

@@ -33,10 +33,10 @@ extension FDSNTestService {
         var plan = Plan(make: { TestResponse.status(500) }, fault: fault)
         do throws(QueryError) {
             let query = try Query(parameters: parameters, maximumLimit: state.searchLimit)
-            guard query.format == "geojson" else {
-                let given = query.format.map { "\"\($0)\"" } ?? "none (the real service's default is quakeml)"
+            guard let format = Format(parameter: query.format) else {
                 throw QueryError(
-                    parameter: "format", message: "Bad format value \(given). This test service only answers geojson.")
+                    parameter: "format",
+                    message: "Bad format value \"\(query.format ?? "")\". Must be one of xml, quakeml, text, geojson.")
             }
             let (matched, page) = Self.select(query, in: state)
             plan.matched = matched
@@ -48,7 +48,15 @@ extension FDSNTestService {
                 plan.returned = page.count
                 let features = page.map { state.ordered[$0] }
                 let url = origin + request.uri
-                plan.make = { Self.featureCollection(features, url: url) }
+                let layout = state.textLayout
+                switch format {
+                case _ where features.isEmpty && (format != .geojson || query.noData != nil):
+                    let code = query.noData ?? 204
+                    plan.make = { Self.noData(code) }
+                case .geojson: plan.make = { Self.featureCollection(features, url: url) }
+                case .xml: plan.make = { Self.quakeML(features) }
+                case .text: plan.make = { Self.fdsnText(features, layout: layout) }
+                }
             }
         } catch {
             let response = Self.badRequest(error.message)

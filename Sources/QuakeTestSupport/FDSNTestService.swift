@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import QuakeSources
 
 
 /// Errors of ``FDSNTestService``'s event set.
@@ -150,6 +151,7 @@ public final class FDSNTestService: Sendable {
         var faults: [Fault] = []
         var failAlways: Fault?
         var slowMode: (chunkSize: Int, delay: Duration)?
+        var textLayout: FDSNTextWriter.Layout = .fourteen
         var log: [LoggedRequest] = []
     }
 

@@ -248,7 +248,8 @@ final class QuakeMLTree: NSObject, XMLParserDelegate {
         let tree = QuakeMLTree()
         let parser = XMLParser(data: Data(bytes))
         parser.delegate = tree
-        guard parser.parse() else {
+        // parse() is true for a document cut short (corelibs); parserError says so.
+        guard parser.parse(), parser.parserError == nil else {
             throw Malformed(description: "\(parser.parserError.map { "\($0)" } ?? "?") at line \(parser.lineNumber)")
         }
         return tree

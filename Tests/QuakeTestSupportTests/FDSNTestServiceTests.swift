@@ -436,11 +436,11 @@ extension TestDoubles {
                     #expect(reply.text.hasPrefix("Error 400: Bad Request\n\n"), "\(parameters)")
                     #expect(reply.text.contains(name), "\(parameters): \(reply.text)")
                 }
-                // format: only geojson.
-                let xml = try await get(client, service.queryURL + "?format=xml")
-                #expect(xml.status == 400 && xml.text.contains("format"))
-                let none = try await get(client, service.queryURL + "?limit=1")
-                #expect(none.status == 400 && none.text.contains("format"))
+                // format: geojson, xml (quakeml) or text (FDSNFormatTests); no other.
+                let json = try await get(client, service.queryURL + "?format=json")
+                #expect(json.status == 400 && json.text.contains("format"))
+                let kml = try await get(client, service.queryURL + "?format=kml&limit=1")
+                #expect(kml.status == 400 && kml.text.contains("format"))
                 #expect(service.log.count == cases.count + 2)
                 #expect(service.log.allSatisfy { $0.status == 400 && $0.query == nil })
                 #expect(service.queryRequests.first?.query == ["format": "geojson", "bogus": "1"])
