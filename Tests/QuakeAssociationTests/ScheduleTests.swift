@@ -205,6 +205,21 @@ struct AssociationScheduleTests {
                 steps[index] = .retraction(source: source, id: id, updated: Int64(index + 1))
             }
         }
+        // Stale items, as a slow mirror might send them: an old version again, a retraction older
+        // than the report; both are ignored.
+        for _ in 0..<Int.random(in: 0...2, using: &random) {
+            guard !steps.isEmpty else { break }
+            let position = Int.random(in: 0..<steps.count, using: &random)
+            let insert = Int.random(in: (position + 1)...steps.count, using: &random)
+            switch steps[position] {
+            case .report(let r) where Bool.random(using: &random):
+                steps.insert(.report(r), at: insert)
+            case .report(let r):
+                steps.insert(.retraction(source: r.source, id: r.id, updated: r.updated! - 1), at: insert)
+            case .retraction:
+                break
+            }
+        }
         return schedule(configuration, steps)
     }
 
