@@ -14,8 +14,8 @@ import QuakeModel
 /// What an event holds (one origin and at most one magnitude, all under `smi:AUTHORITY/…`):
 /// - `event publicID="smi:AUTHORITY/event/ID"`, `preferredOriginID`, `preferredMagnitudeID` (with
 ///   a magnitude), `type` (the report's ``SourceReport/eventType``, `earthquake` when it has none;
-///   a type QuakeML 1.2 does not list, such as USGS's `ice quake`, is written `other`, since the
-///   schema allows only its own), `description` (`text` the place, `type` `region name`) and
+///   a type QuakeML 1.2 does not list, such as an older draft's `induced earthquake` or `other`, is
+///   written `other event`, since the schema allows only its own), `description` (`text` the place, `type` `region name`) and
 ///   `creationInfo/agencyID` (the agency).
 /// - `origin publicID="smi:AUTHORITY/origin/ID"`: `time/value` (ISO 8601 UTC with milliseconds and
 ///   `Z`), `latitude/value`, `longitude/value`, `depth/value` in metres (the report's km × 1000,
@@ -34,7 +34,7 @@ import QuakeModel
 /// characters other than tab, newline and carriage return, U+FFFE, U+FFFF) become U+FFFD. Numbers are
 /// the shortest text that reads back as the same `Double`; a NaN or an infinity is never written:
 /// its element is left out. `agencyID` is cut to the schema's 64 characters, the magnitude type to
-/// its 32.
+/// its 32 (Unicode scalars, as XML counts them).
 ///
 /// An id goes into a resource identifier as it is when it has only ASCII letters, digits, `-`, `.`
 /// and `_` (every agency's ids seen so far); any other byte of its UTF-8, `~` included, is written
@@ -44,11 +44,16 @@ public struct QuakeMLWriter: Sendable {
     /// The authority of every resource identifier (`smi:AUTHORITY/event/ID`), e.g. `local.quaked`.
     public var authority: String
 
-    /// QuakeML 1.2's event types (the schema's `EventType`); any other is written `other`.
+    /// QuakeML 1.2's event types (the schema's `EventType`); any other is written `other event`.
     public static let eventTypes: Set<String> = [
-        "earthquake", "induced earthquake", "quarry blast", "explosion", "chemical explosion", "nuclear explosion",
-        "landslide", "rockslide", "snow avalanche", "debris avalanche", "mine collapse", "building collapse",
-        "volcanic eruption", "meteor impact", "plane crash", "sonic boom", "not existing", "other", "null",
+        "not existing", "not reported", "earthquake", "anthropogenic event", "collapse", "cavity collapse",
+        "mine collapse", "building collapse", "explosion", "accidental explosion", "chemical explosion",
+        "controlled explosion", "experimental explosion", "industrial explosion", "mining explosion", "quarry blast",
+        "road cut", "blasting levee", "nuclear explosion", "induced or triggered event", "rock burst",
+        "reservoir loading", "fluid injection", "fluid extraction", "crash", "plane crash", "train crash",
+        "boat crash", "other event", "atmospheric event", "sonic boom", "sonic blast", "acoustic noise", "thunder",
+        "avalanche", "snow avalanche", "debris avalanche", "hydroacoustic event", "ice quake", "slide", "landslide",
+        "rockslide", "meteorite", "volcanic eruption",
     ]
 
     /// A writer whose identifiers are under `authority` (written as ``identifierSegment(_:)`` makes it).
@@ -108,7 +113,7 @@ public struct QuakeMLWriter: Sendable {
             appendIdentifier("magnitude", id, to: &out)
             out.append(contentsOf: "</preferredMagnitudeID>\n".utf8)
         }
-        let type = report.eventType.map { Self.eventTypes.contains($0) ? $0 : "other" } ?? "earthquake"
+        let type = report.eventType.map { Self.eventTypes.contains($0) ? $0 : "other event" } ?? "earthquake"
         element("type", type, indent: 2, to: &out)
         if let place = report.place {
             out.append(contentsOf: "  <description>\n".utf8)
@@ -117,7 +122,7 @@ public struct QuakeMLWriter: Sendable {
         }
         if let agency = report.agency {
             out.append(contentsOf: "  <creationInfo>\n".utf8)
-            element("agencyID", String(agency.prefix(64)), indent: 4, to: &out)
+            element("agencyID", Self.prefix(agency, 64), indent: 4, to: &out)
             out.append(contentsOf: "  </creationInfo>\n".utf8)
         }
 
@@ -139,7 +144,7 @@ public struct QuakeMLWriter: Sendable {
             appendIdentifier("magnitude", id, to: &out)
             out.append(contentsOf: "\">\n".utf8)
             quantity("mag", Self.number(magnitude), to: &out)
-            if let type = report.magnitudeType { element("type", String(type.prefix(32)), indent: 4, to: &out) }
+            if let type = report.magnitudeType { element("type", Self.prefix(type, 32), indent: 4, to: &out) }
             out.append(contentsOf: "    <originID>".utf8)
             appendIdentifier("origin", id, to: &out)
             out.append(contentsOf: "</originID>\n  </magnitude>\n".utf8)
@@ -167,7 +172,7 @@ public struct QuakeMLWriter: Sendable {
         guard agency != nil || time != nil else { return }
         let pad = String(repeating: " ", count: indent)
         out.append(contentsOf: (pad + "<creationInfo>\n").utf8)
-        if let agency { element("agencyID", String(agency.prefix(64)), indent: indent + 2, to: &out) }
+        if let agency { element("agencyID", Self.prefix(agency, 64), indent: indent + 2, to: &out) }
         if let time { element("creationTime", QuakeTime.iso8601(time), indent: indent + 2, to: &out) }
         out.append(contentsOf: (pad + "</creationInfo>\n").utf8)
     }
@@ -210,6 +215,12 @@ public struct QuakeMLWriter: Sendable {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The first `count` Unicode scalars of `text` (the schema's lengths count characters as XML does,
+    /// not grapheme clusters).
+    static func prefix(_ text: String, _ count: Int) -> String {
+        text.unicodeScalars.count <= count ? text : String(String.UnicodeScalarView(text.unicodeScalars.prefix(count)))
     }
 
     /// The shortest text that reads back as `value`, or `nil` for a NaN or an infinity.

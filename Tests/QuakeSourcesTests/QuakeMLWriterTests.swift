@@ -94,6 +94,13 @@ import Testing
         // The id: letters, digits, - . _ as they are, every other UTF-8 byte ~HH.
         #expect(event.publicID == "smi:local.quaked/event/a~22b~3Cc~3E~26~27d~20e~2Ff~7Eg~01~C3~A9~3Fx~3D1~23")
         #expect(QuakeMLWriter.identifierSegment("us7000abcd") == "us7000abcd")
+        // The schema's lengths: agencyID 64 characters, the magnitude type 32 (scalars, not graphemes).
+        report.agency = String(repeating: "e\u{301}", count: 40)
+        report.magnitudeType = String(repeating: "\r\n", count: 20)
+        let long = try #require(try QuakeMLTree.parse(QuakeMLWriter().document(reports: [report])).events.first)
+        #expect(long.values["creationInfo/agencyID"]?.unicodeScalars.count == 64)
+        #expect(long.values["origin/creationInfo/agencyID"]?.unicodeScalars.count == 64)
+        #expect(long.values["magnitude/type"] == String(repeating: "\r\n", count: 16))
         #expect(QuakeMLWriter.identifierSegment("20250305_0000090") == "20250305_0000090")
         try Self.validate(bytes)
     }
@@ -161,7 +168,7 @@ import Testing
         var noMagnitude = Self.full
         noMagnitude.magnitude = .nan
         noMagnitude.depth = -.infinity
-        noMagnitude.eventType = "ice quake"  // not a QuakeML 1.2 type
+        noMagnitude.eventType = "induced earthquake"  // a QuakeML 1.2 draft's type, not the final one's
         let bytes = QuakeMLWriter().document(reports: [bare, noMagnitude])
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(!text.lowercased().contains("nan") && !text.contains("inf"))
@@ -171,7 +178,7 @@ import Testing
                 "preferredOriginID": "smi:local.quaked/origin/bare", "type": "earthquake",
                 "origin@publicID": "smi:local.quaked/origin/bare", "origin/time/value": "1970-01-01T00:00:00.000Z",
             ])
-        #expect(events[1].values["type"] == "other")
+        #expect(events[1].values["type"] == "other event")
         #expect(events[1].values["origin/depth/value"] == nil)
         #expect(events[1].values["preferredMagnitudeID"] == nil)
         #expect(!events[1].values.keys.contains { $0.hasPrefix("magnitude") })
@@ -179,6 +186,15 @@ import Testing
     }
 
     @Test func everyEventTypeOfTheSchema() throws {
+        // The writer's list is the schema's EventType enumeration.
+        let schemaText = try String(contentsOf: Self.schema.deletingLastPathComponent().appendingPathComponent("QuakeML-BED-1.2.xsd"), encoding: .utf8)
+        let start = try #require(schemaText.range(of: "<xs:simpleType name=\"EventType\">"))
+        let end = try #require(schemaText.range(of: "</xs:simpleType>", range: start.upperBound..<schemaText.endIndex))
+        let enumerations = schemaText[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
+            line.contains("<xs:enumeration value=\"") ? line.split(separator: "\"")[1] : nil
+        }
+        #expect(Set(enumerations.map(String.init)) == QuakeMLWriter.eventTypes)
+        #expect(enumerations.count == 44)
         let reports = QuakeMLWriter.eventTypes.sorted().enumerated().map { index, type in
             var report = Self.full
             report.id = "e\(index)"

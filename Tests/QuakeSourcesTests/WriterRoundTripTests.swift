@@ -14,7 +14,7 @@ import Testing
             "CENTRAL ITALY", "15 km N of Town, Japan", "Bay of \"Plenty\" & <Coast> 'NZ'", "Zürich – Ünïcödé 🌋",
             nil,
         ]
-        let types = ["earthquake", "quarry blast", "explosion", "induced earthquake", "other", nil]
+        let types = ["earthquake", "quarry blast", "mining explosion", "induced or triggered event", "other event", nil]
         let magnitudeTypes = ["ML", "mb", "Mww", "Mw(mB)", nil]
         let modes: [SourceReport.EvaluationMode?] = [nil] + SourceReport.EvaluationMode.allCases
         let statuses: [SourceReport.EvaluationStatus?] = [nil] + SourceReport.EvaluationStatus.allCases
