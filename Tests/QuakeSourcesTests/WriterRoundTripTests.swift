@@ -109,3 +109,34 @@ struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+extension WriterRoundTripTests {
+    /// Hostile text: what the reader gets is what the writer means to say (forbidden characters as
+    /// U+FFFD in QuakeML; `|` as `/` and control characters as spaces in text).
+    @Test func hostileTextRoundTrip() throws {
+        var report = QuakeMLWriterTests.full
+        report.source = "rt"
+        report.place = "x " + QuakeMLWriterTests.hostile + " | y"
+        report.agency = "A&<\"'>"
+        report.magnitudeType = "M<w>"
+        let xml = QuakeMLWriter().document(reports: [report])
+        let reader = QuakeMLReader(source: "rt")
+        var read: [SourceItem] = []
+        try reader.consume(xml) { read.append($0) }
+        try reader.finish { read.append($0) }
+        var expected = report
+        expected.place = "x " + QuakeMLWriterTests.hostileRead + " | y"
+        #expect(read == [.report(expected)])
+
+        var text = FDSNTextReader(source: "rt")
+        var rows: [SourceItem] = []
+        try text.consume(FDSNTextWriter().document([report])) { rows.append($0) }
+        try text.finish { rows.append($0) }
+        expected.place =
+            "x Ünïcödé 🌋 A&B <x/> \"q\" 'a' ]]> &amp;        \u{FFFE}\u{FFFF}   end / y"
+        expected.evaluationMode = nil
+        expected.evaluationStatus = nil
+        expected.updated = nil
+        #expect(rows == [.report(expected)])
+    }
+}
