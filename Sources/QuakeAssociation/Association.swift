@@ -113,7 +113,8 @@ public struct AssociationConfiguration: Sendable, Hashable {
         let dt = a.time > b.time ? a.time - b.time : b.time - a.time
         guard dt <= associateTimeMilliseconds else { return (false, .infinity) }
         // Computed in key order, so the figure is the same bits whichever report comes first.
-        let (p, q) = ReportKey(a) < ReportKey(b) ? (a, b) : (b, a)
+        let aFirst = a.source != b.source ? a.source < b.source : a.id < b.id
+        let (p, q) = aFirst ? (a, b) : (b, a)
         let dd = Association.distanceKm(p.latitude, p.longitude, q.latitude, q.longitude)
         guard dd <= associateDistanceKm else { return (false, .infinity) }
         let nt = Double(dt) / Double(associateTimeMilliseconds)

@@ -236,7 +236,7 @@ public struct Associator: Sendable {
     /// Groups `affected` (a union of components) by the rules; the groups' slots, each sorted
     /// by key, the groups sorted by their first key.
     private func group(_ affected: [Int]) -> [[Int]] {
-        let members = affected.sorted { ReportKey(slots[$0]!) < ReportKey(slots[$1]!) }
+        let members = affected.map { ($0, ReportKey(slots[$0]!)) }.sorted { $0.1 < $1.1 }.map(\.0)
         var local: [Int: Int] = [:]
         local.reserveCapacity(members.count)
         for (position, slot) in members.enumerated() { local[slot] = position }
@@ -286,12 +286,13 @@ public struct Associator: Sendable {
             if canMerge(groupMembers[a].map { members[$0] }, groupMembers[b].map { members[$0] }) { union(a, b) }
         }
 
+        // Positions are in key order: sorting them sorts a group by key, and the groups by first key.
         var groups: [[Int]] = []
         for position in members.indices where find(position) == position {
-            groups.append(groupMembers[position].sorted().map { members[$0] })
+            groups.append(groupMembers[position].sorted())
         }
-        // Slots within a group are in key order (positions were), so sort groups by first key.
-        return groups.sorted { ReportKey(slots[$0[0]]!) < ReportKey(slots[$1[0]]!) }
+        groups.sort { $0[0] < $1[0] }
+        return groups.map { $0.map { members[$0] } }
     }
 
     /// No source in both groups, and every cross pair within both windows.
