@@ -6,7 +6,9 @@ import QuakeModel
 /// constrained agglomerative clustering in Kruskal's order:
 ///
 /// 1. Reports joined by an id link are put together first, transitively: a report whose
-///    `links` name another report's id, or two reports with the same id (from two sources).
+///    `links` name another report's id, or two reports with the same id (from two sources:
+///    the USGS summary feed and the USGS FDSN service both say `us7000abcd`). An empty id
+///    links nothing.
 ///    Id links may join two reports of one source (USGS aliases).
 /// 2. Then every candidate pair — two reports of different sources whose origin times are
 ///    within `associate-time` and whose epicentres are within `associate-distance` — is taken
@@ -173,15 +175,15 @@ public struct Associator: Sendable {
     private mutating func index(_ slot: Int) {
         let report = slots[slot]!
         buckets[bucket(report.time), default: []].append(slot)
-        slotsWithID[report.id, default: []].append(slot)
-        for link in Set(report.links) where link != report.id { slotsLinking[link, default: []].append(slot) }
+        if !report.id.isEmpty { slotsWithID[report.id, default: []].append(slot) }
+        for link in Set(report.links) where Self.isLink(link, of: report) { slotsLinking[link, default: []].append(slot) }
     }
 
     private mutating func unindex(_ slot: Int) {
         let report = slots[slot]!
         Self.remove(slot, from: &buckets, at: bucket(report.time))
         Self.remove(slot, from: &slotsWithID, at: report.id)
-        for link in Set(report.links) where link != report.id { Self.remove(slot, from: &slotsLinking, at: link) }
+        for link in Set(report.links) where Self.isLink(link, of: report) { Self.remove(slot, from: &slotsLinking, at: link) }
     }
 
     private static func remove<K: Hashable>(_ slot: Int, from index: inout [K: [Int]], at key: K) {
@@ -191,12 +193,19 @@ public struct Associator: Sendable {
         index[key] = list.isEmpty ? nil : list
     }
 
+    /// Whether a link joins: an empty id (`,,` in a USGS `ids` list) or the report's own id does not.
+    private static func isLink(_ link: String, of report: SourceReport) -> Bool {
+        !link.isEmpty && link != report.id
+    }
+
     /// The slots joined to `slot` by an id link.
     private func idNeighbours(_ slot: Int, into result: inout [Int]) {
         let report = slots[slot]!
-        for other in slotsWithID[report.id] ?? [] where other != slot { result.append(other) }
-        for other in slotsLinking[report.id] ?? [] where other != slot { result.append(other) }
-        for link in report.links where link != report.id {
+        if !report.id.isEmpty {
+            for other in slotsWithID[report.id] ?? [] where other != slot { result.append(other) }
+            for other in slotsLinking[report.id] ?? [] where other != slot { result.append(other) }
+        }
+        for link in report.links where Self.isLink(link, of: report) {
             for other in slotsWithID[link] ?? [] where other != slot { result.append(other) }
         }
     }

@@ -72,6 +72,10 @@ struct AssociationExampleTests {
         var other = Associator()
         _ = other.add(report("emsc", "em7", t: 0, lat: 10), report("usgs", "us7", t: 500, lat: 20, links: ["em7"]))
         #expect(other.grouping == [["emsc:em7", "usgs:us7"]])
+        // An empty id in a links list (a USGS ids string split carelessly) links nothing.
+        var empty = Associator()
+        _ = empty.add(report("a", "", t: 0), report("b", "b1", t: 500, links: [""]), report("c", "c1", t: 900, links: ["", "b1"]))
+        #expect(empty.grouping == [["a:"], ["b:b1", "c:c1"]])
         // Retracting the linking report splits them again.
         let changes = other.apply(.retraction(source: "usgs", id: "us7", updated: nil))
         #expect(other.grouping == [["emsc:em7"]])

@@ -258,7 +258,7 @@ struct AssociationScheduleTests {
             return k
         }
         var byID: [String: [ReportKey]] = [:]
-        for r in reports { byID[r.id, default: []].append(ReportKey(r)) }
+        for r in reports where !r.id.isEmpty { byID[r.id, default: []].append(ReportKey(r)) }
         for r in reports {
             for other in (byID[r.id] ?? []) + r.links.flatMap({ byID[$0] ?? [] }) {
                 let (a, b) = (find(ReportKey(r)), find(other))
