@@ -26,8 +26,10 @@ import QuakeModel
 ///
 /// The result depends only on the sorted pair list, so not on arrival order. Groups only grow,
 /// and both conditions only get harder as groups grow, so a refused merge stays refused: the
-/// result is a fixpoint — no two events could merge under the rules (for any two events, the
-/// pair between them was looked at when both groups were smaller, and refused).
+/// result is a fixpoint — no two events could merge under the rules. (Two events that could
+/// would have only cross pairs of different sources within the windows, all candidate pairs;
+/// the first of them was looked at when both events' groups were parts of them, and would
+/// have merged them.) No id link joins two events: step 1 put its reports together.
 ///
 /// **Incremental.** The candidate graph has an edge for each id link and each candidate pair.
 /// The grouping of a connected component depends on that component only, so a change (a new
@@ -35,6 +37,11 @@ import QuakeModel
 /// the change together with its component after: the same grouping a full recompute gives. A
 /// time index (buckets `associate-time` wide) and id indexes make finding a report's
 /// neighbours proportional to the neighbours, not to all reports.
+///
+/// A change costs its neighbourhood: the reports within the windows of it and of them, and so
+/// on; for reports of separate quakes a handful. A dense swarm (shocks seconds and kilometres
+/// apart for minutes) is one component and is regrouped whole on each change, in
+/// O(k² log k) for k reports.
 ///
 /// **Event ids.** A new event takes its preferred report's key `source:id` (`#2`, `#3`... added
 /// while that is a live event's id). When a recompute regroups reports, the new groups are
