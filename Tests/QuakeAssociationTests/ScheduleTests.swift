@@ -76,7 +76,9 @@ struct ScheduleStats {
 struct AssociationScheduleTests {
     static let agencies = ["usgs", "emsc", "gfz", "geonet"]
 
-    static func generate(_ random: inout SplitMix) -> Schedule {
+    /// A schedule; a `large` one has 12 to 25 quakes over ten minutes and 500 km instead of 2 to 7
+    /// over two and a half minutes and 300 km.
+    static func generate(_ random: inout SplitMix, large: Bool = false) -> Schedule {
         let agencies = Array(agencies.shuffled(using: &random).prefix(Int.random(in: 2...4, using: &random)))
         var configuration = AssociationConfiguration(
             sourceOrder: Array(agencies.shuffled(using: &random).prefix(Int.random(in: 0...agencies.count, using: &random))))
@@ -114,14 +116,16 @@ struct AssociationScheduleTests {
 
         // Quakes: main shocks spread over a few minutes and 300 km, aftershocks within the windows of one.
         var quakes: [(time: Double, latitude: Double, longitude: Double, magnitude: Double)] = []
-        for _ in 0..<Int.random(in: 2...7, using: &random) {
+        let span = large ? 600.0 : 150.0
+        let radius = large ? 250.0 : 150.0
+        for _ in 0..<Int.random(in: large ? 12...25 : 2...7, using: &random) {
             if let main = quakes.randomElement(using: &random), Int.random(in: 0..<3, using: &random) == 0 {
                 let (latitude, longitude) = offset(main.latitude, main.longitude, km: 70, random: &random)
                 quakes.append((main.time + Double.random(in: 4...15, using: &random), latitude, longitude, main.magnitude - 1))
             } else {
-                let (latitude, longitude) = offset(35, 139, km: 150, random: &random)
+                let (latitude, longitude) = offset(35, 139, km: radius, random: &random)
                 quakes.append(
-                    (Double.random(in: 0...150, using: &random), latitude, longitude, Double.random(in: 3...6, using: &random)))
+                    (Double.random(in: 0...span, using: &random), latitude, longitude, Double.random(in: 3...6, using: &random)))
             }
         }
         var initial: [SourceReport] = []
@@ -514,17 +518,19 @@ struct AssociationScheduleTests {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["QUAKED_ASSOCIATION_SEED"].flatMap { UInt64($0) } ?? 20_261_127
         let cases = environment["QUAKED_ASSOCIATION_CASES"].flatMap { Int($0) } ?? 300
+        let first = environment["QUAKED_ASSOCIATION_FIRST"].flatMap { Int($0) } ?? 0
         var stats = ScheduleStats()
-        for index in 0..<cases {
+        for index in first..<(first + cases) {
             var random = SplitMix(seed: SplitMix.caseSeed(seed, index))
-            let schedule = Self.generate(&random)
+            // Every fifteenth case is large: many quakes, so components of many reports.
+            let schedule = Self.generate(&random, large: index % 15 == 14)
             do {
                 try Self.play(schedule, stats: &stats)
             } catch {
                 let (smallest, failure) = Self.shrink(schedule)
                 Issue.record(
                     """
-                    association schedules: seed \(seed), case \(index) (QUAKED_ASSOCIATION_SEED=\(seed)): \(error)
+                    association schedules: seed \(seed), case \(index) (QUAKED_ASSOCIATION_SEED=\(seed) QUAKED_ASSOCIATION_FIRST=\(index) QUAKED_ASSOCIATION_CASES=1): \(error)
                     shrunk to \(smallest.steps.count) of \(schedule.steps.count) steps, failing \(failure):
                     \(smallest)
                     """)
@@ -532,7 +538,7 @@ struct AssociationScheduleTests {
             }
         }
         print(
-            "association schedules: seed \(seed): \(cases) cases, \(stats.steps) steps, up to \(stats.reports) reports and \(stats.maxEvents) events, \(stats.multiSourceEvents) multi-source event checks, \(stats.merges) merges, \(stats.splits) splits, \(stats.retractions) retractions, \(stats.idLinkedSameSource) id-linked same-source pairs, \(stats.sameSourceNeighbours) same-source neighbours kept apart"
+            "association schedules: seed \(seed): \(cases) cases from \(first), \(stats.steps) steps, up to \(stats.reports) reports and \(stats.maxEvents) events, \(stats.multiSourceEvents) multi-source event checks, \(stats.merges) merges, \(stats.splits) splits, \(stats.retractions) retractions, \(stats.idLinkedSameSource) id-linked same-source pairs, \(stats.sameSourceNeighbours) same-source neighbours kept apart"
         )
         #expect(stats.merges > cases / 10, "the generator hardly merged")
         #expect(stats.splits > cases / 10, "the generator hardly split")
