@@ -17,8 +17,8 @@ import QuakeModel
 /// specification's original one, without `EventType`, as EMSC and older services answer.
 ///
 /// The format has no quoting, so text is made to fit: a `|` in a value becomes `/`, and a line
-/// break or any other control character (tab, C1 controls and U+2028/U+2029 included) a space, so that every line has exactly its
-/// layout's columns; a value that would start a line with `#` (an id) gets `_` for it, since a line
+/// break or any other control character (tab, C1 controls and U+2028/U+2029 included) a space, so
+/// that every line has exactly its layout's columns; a value that would start a line with `#` (an id) gets `_` for it, since a line
 /// starting with `#` is a comment. Retractions have no line (the format cannot say an event is gone);
 /// appending a ``SourceItem`` skips them.
 public struct FDSNTextWriter: Sendable {

@@ -15,8 +15,8 @@ import QuakeModel
 /// - `event publicID="smi:AUTHORITY/event/ID"`, `preferredOriginID`, `preferredMagnitudeID` (with
 ///   a magnitude), `type` (the report's ``SourceReport/eventType``, `earthquake` when it has none;
 ///   a type QuakeML 1.2 does not list, such as an older draft's `induced earthquake` or `other`, is
-///   written `other event`, since the schema allows only its own), `description` (`text` the place, `type` `region name`) and
-///   `creationInfo/agencyID` (the agency).
+///   written `other event`, since the schema allows only its own), `description` (`text` the place,
+///   `type` `region name`) and `creationInfo/agencyID` (the agency).
 /// - `origin publicID="smi:AUTHORITY/origin/ID"`: `time/value` (ISO 8601 UTC with milliseconds and
 ///   `Z`), `latitude/value`, `longitude/value`, `depth/value` in metres (the report's km × 1000,
 ///   shifted in decimal text, so `10.123` km is `10123` m exactly), `evaluationMode` and
@@ -80,7 +80,8 @@ public struct QuakeMLWriter: Sendable {
     public func appendHeader(to out: inout [UInt8]) {
         out.append(contentsOf: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n".utf8)
         out.append(
-            contentsOf: "<q:quakeml xmlns:q=\"http://quakeml.org/xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">\n"
+            contentsOf:
+                "<q:quakeml xmlns:q=\"http://quakeml.org/xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">\n"
                 .utf8)
         out.append(contentsOf: "<eventParameters publicID=\"".utf8)
         appendIdentifier("eventParameters", nil, to: &out)
@@ -269,7 +270,8 @@ enum XMLText {
     /// characters XML 1.0 forbids become U+FFFD.
     static func append(_ text: String, attribute: Bool, to out: inout [UInt8]) {
         var clean = true
-        for byte in text.utf8 where byte < 0x20 || byte == 0x26 || byte == 0x3C || byte == 0x3E || byte == 0x22
+        for byte in text.utf8
+        where byte < 0x20 || byte == 0x26 || byte == 0x3C || byte == 0x3E || byte == 0x22
             || byte == 0x27 || byte == 0xEF
         {
             clean = false

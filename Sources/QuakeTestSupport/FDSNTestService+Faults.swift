@@ -43,7 +43,8 @@ extension FDSNTestService {
         public static func malformedXML() -> Fault {
             .transform { answer in
                 guard case .bytes(let body) = answer.body, answer.status == 200 else {
-                    let cut = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<q:quakeml xmlns:q=\"http://quakeml.org/"
+                    let cut =
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<q:quakeml xmlns:q=\"http://quakeml.org/"
                         + "xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">\n<eventParameters publicID="
                         + "\"smi:fdsnws.test/eventParameters\">\n<event publicID=\"smi:fdsnws.test/event/cut\">\n  <ori"
                     return TestResponse(body: .bytes(Array(cut.utf8)), contentType: "application/xml")

@@ -296,21 +296,4 @@ extension FDSNTestService {
             return true
         }
     }
-
-    /// Why the service rejected a request's parameters (it answers 400 with ``message``).
-    public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
-        /// The parameter at fault, as the request named it.
-        public let parameter: String
-        /// The explanation, which names the parameter.
-        public let message: String
-
-        /// An error about `parameter`.
-        public init(parameter: String, message: String) {
-            self.parameter = parameter
-            self.message = message
-        }
-
-        /// ``message``.
-        public var description: String { message }
-    }
 }

@@ -2,7 +2,6 @@ import Foundation
 import NIOConcurrencyHelpers
 import QuakeSources
 
-
 /// Errors of ``FDSNTestService``'s event set.
 public enum FDSNTestServiceError: Error, CustomStringConvertible {
     /// A feature the service cannot hold (not a USGS feature: no `id`, no `properties.time`, bad JSON…).
@@ -25,9 +24,9 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
     }
 }
 
-/// The USGS FDSN event web service (`/fdsnws/event/1/query` and `/count`, GeoJSON), over an in-memory
-/// set of events, served by a ``FeedTestServer``; with faults injected on demand, for pointing a client
-/// of the real service at in tests and benchmarks.
+/// The USGS FDSN event web service (`/fdsnws/event/1/query` and `/count`; GeoJSON, QuakeML 1.2 and FDSN
+/// text), over an in-memory set of events, served by a ``FeedTestServer``; with faults injected on demand,
+/// for pointing a client of the real service at in tests and benchmarks.
 ///
 /// ```swift
 /// let server = try await FeedTestServer.start()
@@ -43,6 +42,12 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
 ///   now, `url` the request's URL on this server, `title` "USGS Earthquakes", `status` 200, `api`
 ///   ``apiVersion``, `count`), `features` (each event's feature bytes exactly as they were added), and
 ///   a `bbox` over the returned events (left out when none has coordinates).
+/// - `format=xml` (also `quakeml`, and no `format` at all, the real service's default) answers QuakeML
+///   1.2, `format=text` the FDSN text format (``textLayout``: 14 columns by default, or 13): each event as
+///   ``report(ofFeature:)`` makes it a report (a deleted one a retraction: QuakeML's `not existing`, the
+///   text's `EventType`), written by QuakeSources' `QuakeMLWriter` and `FDSNTextWriter`, with the same
+///   selection, order, paging and search limit as GeoJSON. An answer without events is 204 No Content,
+///   or 404 with `nodata=404`; GeoJSON keeps the USGS's empty collection unless `nodata` is given.
 /// - Parameters: `starttime`/`endtime` (inclusive; `2024-01-02`, `2024-01-02T03:04:05`, a space instead
 ///   of `T`, an optional fraction and `Z`; always UTC; no default, unlike the real service's "30 days
 ///   ago"), `updatedafter` (inclusive), `minmagnitude`/`maxmagnitude` (inclusive; events without a
@@ -51,11 +56,12 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
 ///   the box `minlatitude`/`maxlatitude`/`minlongitude`/`maxlongitude` (longitudes -360…360, so
 ///   `170…190` crosses the antimeridian), `orderby` (`time`, `time-asc`, `magnitude`,
 ///   `magnitude-asc`), `limit` (1…``searchLimit``), `offset` (1-based), `includedeleted`
-///   (`false`, `true`, `only`) and `format` (`geojson` only for `query`; `geojson` or `text` for
-///   `count`). The FDSN short names `start`, `end`, `minmag`, `maxmag`, `lat`, `lon`, `minlat`,
-///   `maxlat`, `minlon`, `maxlon` are accepted too. Any other parameter (including those of the real
-///   service this one does not implement, such as `eventid` or `mindepth`), a malformed value, or a
-///   value out of range gets 400 with a plain-text body naming the parameter.
+///   (`false`, `true`, `only`), `format` (`geojson`, `xml`, `quakeml` or `text` for `query`; `geojson`
+///   or `text` for `count`) and `nodata` (`204`, `404`). The FDSN short names `start`, `end`, `minmag`,
+///   `maxmag`, `lat`, `lon`, `minlat`, `maxlat`, `minlon`, `maxlon` are accepted too. Any other
+///   parameter (including those of the real service this one does not implement, such as `eventid` or
+///   `mindepth`), a malformed value, or a value out of range gets 400 with a plain-text body naming the
+///   parameter.
 /// - Events without coordinates never match a circle or a box. An event is deleted when its
 ///   `properties.status` is `deleted` (any case). Events of the same time come by id (descending for
 ///   `time`, ascending for `time-asc`); events of the same magnitude by time and id (newest first for
@@ -64,7 +70,10 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
 /// - The search limit: without `limit`, more than ``searchLimit`` matching events get 400
 ///   (``searchLimitMessage(matching:limit:)``); `count` answers `{"count":N,"maxAllowed":L}` or `N`.
 /// - Faults apply to `query` requests, to whatever the answer would have been (a 400 too): a queue of
-///   one-shot ``Fault``s (``enqueueFaults(_:)``), else ``failAlways``; then ``slowMode``. `count` can
+///   one-shot ``Fault``s (``enqueueFaults(_:)``), else ``failAlways``; then ``slowMode``. For the
+///   QuakeML and text answers: a maintenance page with 200 (``Fault/maintenancePage(status:)``),
+///   QuakeML cut mid-element (``Fault/malformedXML()``), text rows of the wrong width
+///   (``Fault/wrongColumnCount(_:)``). `count` can
 ///   be switched off (``countAvailable``), made to lie (``countLies``) or made to fail (``countFault``).
 /// - Every request to either endpoint is logged with its parsed query and the status answered
 ///   (``log``, ``queryRequests``, ``countRequests``).
@@ -77,8 +86,9 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
 public final class FDSNTestService: Sendable {
     // Here: the events' and requests' types, the state, installing and the request log. The rest:
     // FDSNTestService+Query (the parameters and the filters), +Catalog (the events, sorted by time,
-    // and their selection), +Responses (answering `query` and `count`), +Faults (the misbehaviour on
-    // demand), +Values (times, distances, JSON values); FeatureEditor edits a feature's bytes.
+    // and their selection), +Responses (answering `query` and `count`), +Formats (QuakeML and text: the
+    // features as reports, the bodies, no data), +Faults (the misbehaviour on demand), +Values (times,
+    // distances, JSON values); FeatureEditor edits a feature's bytes.
 
     // MARK: Types
 
@@ -111,6 +121,23 @@ public final class FDSNTestService: Sendable {
         case query
         /// `count`: how many events match.
         case count
+    }
+
+    /// Why the service rejected a request's parameters (it answers 400 with ``message``).
+    public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The parameter at fault, as the request named it.
+        public let parameter: String
+        /// The explanation, which names the parameter.
+        public let message: String
+
+        /// An error about `parameter`.
+        public init(parameter: String, message: String) {
+            self.parameter = parameter
+            self.message = message
+        }
+
+        /// ``message``.
+        public var description: String { message }
     }
 
     /// One request to the service, as answered.

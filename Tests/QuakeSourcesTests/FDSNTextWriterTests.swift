@@ -16,7 +16,8 @@ import Testing
     }
 
     @Test func fourteenColumns() {
-        let text = String(decoding: FDSNTextWriter(catalog: "quaked").document([QuakeMLWriterTests.full]), as: UTF8.self)
+        let text = String(
+            decoding: FDSNTextWriter(catalog: "quaked").document([QuakeMLWriterTests.full]), as: UTF8.self)
         #expect(
             text == Self.header14
                 + "us7000abcd|2025-11-22T02:57:00.123|35.5|139.25|10.123|us|quaked|us|us7000abcd|mww|6.1|us|"

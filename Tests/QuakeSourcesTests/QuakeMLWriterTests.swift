@@ -28,7 +28,8 @@ import Testing
         #expect(text.hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"))
         #expect(
             text.contains(
-                "<q:quakeml xmlns:q=\"http://quakeml.org/xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">"))
+                "<q:quakeml xmlns:q=\"http://quakeml.org/xmlns/quakeml/1.2\" xmlns=\"http://quakeml.org/xmlns/bed/1.2\">"
+            ))
         #expect(text.hasSuffix("</eventParameters>\n</q:quakeml>\n"))
         let tree = try QuakeMLTree.parse(bytes)
         #expect(tree.root == "q:quakeml")
@@ -72,7 +73,9 @@ import Testing
         for item in items { writer.append(item, to: &out) }
         writer.appendFooter(to: &out)
         #expect(out == writer.document(items))
-        #expect(try QuakeMLTree.parse(out).events.map(\.publicID) == ["us7000abcd", "gone1", "x"].map { "smi:local.quaked/event/\($0)" })
+        #expect(
+            try QuakeMLTree.parse(out).events.map(\.publicID)
+                == ["us7000abcd", "gone1", "x"].map { "smi:local.quaked/event/\($0)" })
         try Self.validate(out)
     }
 
@@ -187,7 +190,9 @@ import Testing
 
     @Test func everyEventTypeOfTheSchema() throws {
         // The writer's list is the schema's EventType enumeration.
-        let schemaText = try String(contentsOf: Self.schema.deletingLastPathComponent().appendingPathComponent("QuakeML-BED-1.2.xsd"), encoding: .utf8)
+        let schemaText = try String(
+            contentsOf: Self.schema.deletingLastPathComponent().appendingPathComponent("QuakeML-BED-1.2.xsd"),
+            encoding: .utf8)
         let start = try #require(schemaText.range(of: "<xs:simpleType name=\"EventType\">"))
         let end = try #require(schemaText.range(of: "</xs:simpleType>", range: start.upperBound..<schemaText.endIndex))
         let enumerations = schemaText[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in

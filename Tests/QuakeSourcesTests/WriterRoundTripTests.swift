@@ -14,7 +14,9 @@ import Testing
             "CENTRAL ITALY", "15 km N of Town, Japan", "Bay of \"Plenty\" & <Coast> 'NZ'", "Zürich – Ünïcödé 🌋",
             nil,
         ]
-        let types = ["earthquake", "quarry blast", "mining explosion", "induced or triggered event", "other event", nil]
+        let types = [
+            "earthquake", "quarry blast", "mining explosion", "induced or triggered event", "other event", nil,
+        ]
         let magnitudeTypes = ["ML", "mb", "Mww", "Mw(mB)", nil]
         let modes: [SourceReport.EvaluationMode?] = [nil] + SourceReport.EvaluationMode.allCases
         let statuses: [SourceReport.EvaluationStatus?] = [nil] + SourceReport.EvaluationStatus.allCases
@@ -23,7 +25,8 @@ import Testing
             let time = Int64(generator.next() % 4_000_000_000_000) - 500_000_000_000
             let hasMagnitude = index % 7 != 3
             return SourceReport(
-                source: source, id: "ev\(index)_\(generator.next() % 100_000)", agency: pick(["EMSC", "INGV", "us", nil]),
+                source: source, id: "ev\(index)_\(generator.next() % 100_000)",
+                agency: pick(["EMSC", "INGV", "us", nil]),
                 time: time, latitude: Double(Int(generator.next() % 180_001)) / 1000 - 90,
                 longitude: Double(Int(generator.next() % 360_001)) / 1000 - 180,
                 depth: index % 5 == 0 ? nil : Double(Int(generator.next() % 700_001)) / 1000 - 3,

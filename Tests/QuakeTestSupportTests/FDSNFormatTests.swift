@@ -73,7 +73,8 @@ extension TestDoubles {
             try await withService { (service, client) async throws in
                 let window = "starttime=2019-06-01&endtime=2019-06-05"
                 let geojson = try await ask(client, service, "format=geojson&" + window)
-                let expected = (try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
+                let expected =
+                    (try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
                     as! [[String: Any]]
                 let xml = try await ask(client, service, "format=xml&" + window)
                 #expect(xml.status == 200)
@@ -99,7 +100,8 @@ extension TestDoubles {
                     #expect(abs(metres / 1000 - coordinates[2]) < 1e-9, "\(id)")
                     #expect(
                         Self.close(
-                            v["magnitude/mag/value"].flatMap(Double.init), (properties["mag"] as? NSNumber)?.doubleValue))
+                            v["magnitude/mag/value"].flatMap(Double.init), (properties["mag"] as? NSNumber)?.doubleValue
+                        ))
                     #expect(v["magnitude/type"] == properties["magType"] as? String)
                     #expect(v["description/text"] == properties["place"] as? String)
                     #expect(v["type"] == properties["type"] as? String || v["type"] == "other", "\(id)")
@@ -120,7 +122,8 @@ extension TestDoubles {
             try await withService { (service, client) async throws in
                 let window = "starttime=2019-06-01&endtime=2019-06-05"
                 let geojson = try await ask(client, service, "format=geojson&" + window)
-                let ids = (try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
+                let ids =
+                    (try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
                     as! [[String: Any]]
                 let text = try await ask(client, service, "format=text&" + window)
                 #expect(text.status == 200)
@@ -163,7 +166,8 @@ extension TestDoubles {
                     "orderby=time-asc&limit=5&offset=2", "latitude=37&longitude=-120&maxradiuskm=100&limit=50",
                 ] {
                     let geojson = try await ask(client, service, "format=geojson&" + parameters)
-                    let ids = ((try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
+                    let ids =
+                        ((try JSONSerialization.jsonObject(with: Data(geojson.body)) as! [String: Any])["features"]
                         as! [[String: Any]]).map { $0["id"] as! String }
                     #expect(!ids.isEmpty, "\(parameters)")
                     #expect(try await ask(client, service, "format=xml&" + parameters).xmlIDs() == ids, "\(parameters)")
@@ -198,7 +202,9 @@ extension TestDoubles {
                 #expect(geojson.status == 200 && geojson.text.contains("\"features\":[]"))
                 #expect(try await ask(client, service, "format=geojson&starttime=2030-01-01&nodata=404").status == 404)
                 let bad = try await ask(client, service, "format=xml&nodata=500")
-                #expect(bad.status == 400 && bad.text.hasPrefix("Error 400: Bad Request\n\n") && bad.text.contains("nodata"))
+                #expect(
+                    bad.status == 400 && bad.text.hasPrefix("Error 400: Bad Request\n\n") && bad.text.contains("nodata")
+                )
                 let statuses = service.log.map(\.status)
                 #expect(statuses.filter { $0 == 204 }.count == 8)
             }
@@ -223,11 +229,13 @@ extension TestDoubles {
                 #expect(try await ask(client, service, "format=xml&limit=1").xmlIDs() == [newest.textIDs[1]])
                 let xml = try await ask(client, service, "format=xml&limit=2&includedeleted=true").events()
                 #expect(xml.count == 2)
-                #expect(xml[0].values == ["type": "not existing", "creationInfo/creationTime": "2020-09-13T12:26:40.000Z"])
+                #expect(
+                    xml[0].values == ["type": "not existing", "creationInfo/creationTime": "2020-09-13T12:26:40.000Z"])
                 #expect(xml[1].values["origin/time/value"] != nil)
                 let text = try await ask(client, service, "format=text&includedeleted=only")
                 #expect(text.textIDs == [gone] && text.rows[0][13] == "not existing" && text.rows[0].count == 14)
-                #expect(service.item(id: gone) == .retraction(source: "fdsn-test", id: gone, updated: 1_600_000_000_000))
+                #expect(
+                    service.item(id: gone) == .retraction(source: "fdsn-test", id: gone, updated: 1_600_000_000_000))
             }
         }
 
