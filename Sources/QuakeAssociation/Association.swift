@@ -52,11 +52,12 @@ public struct ReportKey: Hashable, Comparable, Sendable, CustomStringConvertible
 /// A region on the globe, for a regional authority (`prefer = AGENCY region=...`).
 public enum Region: Sendable, Hashable {
     /// Within `radiusKm` great-circle kilometres of a centre.
-    case circle(latitude: Double, longitude: Double, radiusKm: Double)
-    /// Latitudes `minLatitude...maxLatitude` and longitudes from `minLongitude` eastwards to
-    /// `maxLongitude`: when `minLongitude > maxLongitude` the box crosses the antimeridian
-    /// (`box(-50, -30, 170, -175)` holds 175 and -178, not 0).
-    case box(minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
+    case circle(lat: Double, lon: Double, radiusKm: Double)
+    /// Latitudes `minLat...maxLat` and longitudes from `minLon` eastwards to `maxLon`, all
+    /// inclusive (as QuakeFeed's `QuakeFilter.Region`): when `minLon > maxLon` the box crosses
+    /// the antimeridian (`box(minLat: -50, maxLat: -30, minLon: 170, maxLon: -175)` holds 175
+    /// and -178, not 0). A polygon case may follow.
+    case box(minLat: Double, maxLat: Double, minLon: Double, maxLon: Double)
 
     public func contains(latitude: Double, longitude: Double) -> Bool {
         switch self {

@@ -169,7 +169,7 @@ struct AssociationExampleTests {
         let regional = AssociationConfiguration(
             sourceOrder: ["a", "b", "c"],
             regionalPreferences: [
-                RegionalPreference(agencies: ["GFZ"], region: .circle(latitude: 35, longitude: 139, radiusKm: 50))
+                RegionalPreference(agencies: ["GFZ"], region: .circle(lat: 35, lon: 139, radiusKm: 50))
             ])
         #expect(
             preferred(regional, report("a", "1", t: 0), report("c", "3", t: 1, agency: "GFZ")) == "c:3")
@@ -198,13 +198,13 @@ struct AssociationExampleTests {
 
     @Test("regions: a circle, a box, a box across the antimeridian")
     func regions() {
-        let circle = Region.circle(latitude: 0, longitude: 179.5, radiusKm: 120)
+        let circle = Region.circle(lat: 0, lon: 179.5, radiusKm: 120)
         #expect(circle.contains(latitude: 0, longitude: -179.5))  // 111 km across the antimeridian
         #expect(!circle.contains(latitude: 0, longitude: 178))
-        let box = Region.box(minLatitude: -50, maxLatitude: -30, minLongitude: 165, maxLongitude: 180)
+        let box = Region.box(minLat: -50, maxLat: -30, minLon: 165, maxLon: 180)
         #expect(box.contains(latitude: -41, longitude: 174))
         #expect(!box.contains(latitude: -41, longitude: -175))
-        let across = Region.box(minLatitude: -50, maxLatitude: -30, minLongitude: 170, maxLongitude: -175)
+        let across = Region.box(minLat: -50, maxLat: -30, minLon: 170, maxLon: -175)
         #expect(across.contains(latitude: -41, longitude: 175))
         #expect(across.contains(latitude: -41, longitude: -178))
         #expect(!across.contains(latitude: -41, longitude: 0))

@@ -85,8 +85,8 @@ struct AssociationScheduleTests {
         if Bool.random(using: &random) {
             let region: Region =
                 Bool.random(using: &random)
-                ? .circle(latitude: 35, longitude: 139, radiusKm: Double.random(in: 20...150, using: &random))
-                : .box(minLatitude: 34, maxLatitude: 36, minLongitude: 138, maxLongitude: 139.5)
+                ? .circle(lat: 35, lon: 139, radiusKm: Double.random(in: 20...150, using: &random))
+                : .box(minLat: 34, maxLat: 36, minLon: 138, maxLon: 139.5)
             configuration.regionalPreferences = [
                 RegionalPreference(agencies: [agencies.randomElement(using: &random)!.uppercased()], region: region)
             ]
