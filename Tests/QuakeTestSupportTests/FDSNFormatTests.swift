@@ -239,6 +239,32 @@ extension TestDoubles {
             }
         }
 
+        @Test func hostileFeatureOverHTTP() async throws {
+            try await FDSNTestService.withService { service, _ in
+                try service.add(
+                    feature: #"{"type":"Feature","properties":{"mag":4.2,"place":"A|B <c> & \"d\"\nnext\u0001","#
+                        + #""time":1560000000000,"updated":1560000001000,"status":"reviewed","net":"x<y","magType":"ml","#
+                        + #""type":"earthquake"},"geometry":{"type":"Point","coordinates":[10.5,45.25,7.125]},"#
+                        + #""id":"hostile|1"}"#)
+                try await withHTTPClient { client in
+                    let xml = try await ask(client, service, "format=xml")
+                    let event = try #require(try xml.events().first)
+                    #expect(event.publicID == "smi:fdsnws.test/event/hostile~7C1")
+                    #expect(event.values["description/text"] == "A|B <c> & \"d\"\nnext\u{FFFD}")
+                    #expect(event.values["creationInfo/agencyID"] == "x<y")
+                    #expect(event.values["origin/depth/value"] == "7125")
+                    #expect(event.values["origin/time/value"] == "2019-06-08T13:20:00.000Z")
+                    let text = try await ask(client, service, "format=text")
+                    #expect(text.lines.count == 2)
+                    let row = try #require(text.rows.first)
+                    #expect(row.count == 14)
+                    #expect(row[0] == "hostile/1" && row[8] == "hostile/1")
+                    #expect(row[12] == "A/B <c> & \"d\" next ")
+                    #expect(row[1] == "2019-06-08T13:20:00.000" && row[4] == "7.125" && row[5] == "x<y")
+                }
+            }
+        }
+
         // MARK: Faults
 
         @Test func formatFaults() async throws {
