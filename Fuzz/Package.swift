@@ -64,6 +64,20 @@ let package = Package(
             swiftSettings: harness,
             linkerSettings: fuzzer
         ),
+        // QuakeSources' readers, compiled in through symlinks to ../Sources/QuakeSources and
+        // instrumented here (the root package has no QuakeSources product to depend on yet).
+        .executableTarget(
+            name: "quakeml",
+            dependencies: ["FuzzSupport", .product(name: "QuakeFeed", package: "quaked")],
+            swiftSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])],
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
+            name: "fdsn-text",
+            dependencies: ["FuzzSupport", .product(name: "QuakeFeed", package: "quaked")],
+            swiftSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])],
+            linkerSettings: fuzzer
+        ),
         .executableTarget(
             name: "varlink-json",
             dependencies: [

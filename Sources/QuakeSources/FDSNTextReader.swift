@@ -19,6 +19,9 @@ import QuakeModel
 /// ``problems``). Zero bytes, or only blank lines, is no events and no error: FDSN services
 /// answer HTTP 204 with an empty body when nothing matches.
 ///
+/// When `body` throws, its error propagates and the reader stays usable: the next call reads on
+/// from the row after.
+///
 /// Memory: one line at most (``maxLineBytes``), never the document.
 public struct FDSNTextReader: Sendable {
     /// The longest line accepted.
@@ -41,6 +44,8 @@ public struct FDSNTextReader: Sendable {
     private var lineNumber = 0
     private var lineStart = 0
     private var failure: SourceError?
+    /// What was left of a chunk when `body` threw: read first by the next call.
+    private var leftover: [UInt8] = []
 
     public init(source: String) {
         self.source = source
@@ -48,16 +53,23 @@ public struct FDSNTextReader: Sendable {
 
     /// Reads the complete lines `chunk` ends; calls `body` for each row's item. Throws
     /// ``SourceError``.
-    public mutating func consume(_ chunk: [UInt8], _ body: (SourceItem) throws -> Void) throws {
+    public mutating func consume(_ newChunk: [UInt8], _ body: (SourceItem) throws -> Void) throws {
         if let failure { throw failure }
+        bytesConsumed += newChunk.count
+        let chunk = leftover.isEmpty ? newChunk : leftover + newChunk
+        leftover = []
         var start = 0
         for (i, byte) in chunk.enumerated() where byte == 0x0A {
             line += chunk[start..<i]
             start = i + 1
-            try endLine(body)
+            do {
+                try endLine(body)
+            } catch let error where !(error is SourceError) {
+                leftover = Array(chunk[start...])
+                throw error
+            }
         }
         line += chunk[start...]
-        bytesConsumed += chunk.count
         if line.count > Self.maxLineBytes {
             throw fail(
                 .lineTooLong, "line \(lineNumber + 1) is longer than \(Self.maxLineBytes) bytes: this is not FDSN text",
@@ -68,6 +80,7 @@ public struct FDSNTextReader: Sendable {
     /// Reads the last line, if it had no newline.
     public mutating func finish(_ body: (SourceItem) throws -> Void) throws {
         if let failure { throw failure }
+        if !leftover.isEmpty { try consume([], body) }
         if !line.isEmpty { try endLine(body) }
     }
 

@@ -21,6 +21,9 @@ import FoundationXML
 /// What each event gives is described by ``QuakeMLEvent/item(source:depthInKilometres:)`` and
 /// its id by ``QuakeMLEvent/agencyID(publicID:catalogSource:catalogID:)``.
 ///
+/// When `body` throws, its error propagates and the reader stays usable: the next call first
+/// delivers the items not yet delivered and parses the rest of that chunk.
+///
 /// Errors: a ``SourceError`` rejects the whole answer (malformed or truncated XML, with
 /// libxml2's message, line and column; an HTML page; a root other than `quakeml`); once thrown,
 /// the reader keeps throwing it. An event that cannot be imported (no origin, impossible
@@ -47,6 +50,8 @@ public final class QuakeMLReader {
     private var failure: SourceError?
     private var queued: [SourceItem] = []
     private var queuedIndex = 0
+    /// What was left of a chunk when `body` threw.
+    private var leftover: ArraySlice<UInt8> = []
     private static let headBytes = 4096
 
     public init(source: String) {
@@ -62,7 +67,6 @@ public final class QuakeMLReader {
     public func consume(_ chunk: [UInt8], _ body: (SourceItem) throws -> Void) throws {
         if let failure { throw failure }
         precondition(!finished, "QuakeMLReader.consume after finish")
-        try flush(body)
         bytesConsumed += chunk.count
         var rest = chunk[...]
         if !started {
@@ -70,19 +74,41 @@ public final class QuakeMLReader {
             head += rest.prefix(n)
             rest = rest.dropFirst(n)
             guard try start(complete: false) else { return }
+            leftover = rest
             try pushHead(body)
+        } else {
+            // Kept before anything can throw, so a throwing `body` never loses the chunk.
+            leftover = leftover.isEmpty ? rest : ArraySlice(Array(leftover) + rest)
         }
+        try flush(body)
+        var pending = leftover
+        leftover = []
+        try feed(&pending, body)
+    }
+
+    /// Hands `rest` to the parser a piece at a time, delivering each piece's items; when `body`
+    /// throws, what is left of `rest` waits in `leftover` for the next call.
+    private func feed(_ rest: inout ArraySlice<UInt8>, _ body: (SourceItem) throws -> Void) throws {
         while !rest.isEmpty {
             let piece = Array(rest.prefix(Self.pieceBytes))
             rest = rest.dropFirst(piece.count)
-            try deliver(channel.push(piece), body)
+            do {
+                try deliver(channel.push(piece), body)
+            } catch let error where !(error is SourceError) {
+                leftover = rest
+                throw error
+            }
         }
+        leftover = []
     }
 
     /// Ends the document: throws if it was cut short, calls `body` for the last events.
     public func finish(_ body: (SourceItem) throws -> Void) throws {
         if let failure { throw failure }
         try flush(body)
+        var pending = leftover
+        leftover = []
+        try feed(&pending, body)
         guard !finished else { return }
         if !started {
             guard try start(complete: true) else {

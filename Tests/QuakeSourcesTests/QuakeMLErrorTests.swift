@@ -165,3 +165,52 @@ import Testing
         return bytes.count
     }
 }
+
+struct Stop: Error {}
+
+@Suite struct ThrowingBodyTests {
+    /// A body that throws on some items: the readers stay usable, and every item still comes
+    /// out once, in order.
+    @Test func quakemlResumes() throws {
+        let bytes = try fixture("INGV__qquake__events.xml")
+        let expected = parseQuakeML(bytes).items
+        let reader = QuakeMLReader(source: "test")
+        var items: [SourceItem] = []
+        var calls = 0
+        func take(_ item: SourceItem) throws {
+            calls += 1
+            if calls % 3 == 0 { throw Stop() }
+            items.append(item)
+        }
+        var chunks = stride(from: 0, to: bytes.count, by: 20_000).map { Array(bytes[$0..<min(bytes.count, $0 + 20_000)]) }
+        chunks.append([])
+        for chunk in chunks {
+            do { try reader.consume(chunk, take) } catch is Stop {}
+        }
+        while true {
+            do {
+                try reader.finish(take)
+                break
+            } catch is Stop {}
+        }
+        // Each item reached the body once, in order; those whose delivery threw are the caller's.
+        #expect(calls == expected.count)
+        #expect(items == expected.enumerated().filter { ($0.offset + 1) % 3 != 0 }.map(\.element))
+    }
+
+    @Test func fdsnTextResumes() throws {
+        let bytes = try fixture("EMSC-CSEM__webservices101__emsc_services_fdsnws_text.txt")
+        let expected = parseFDSNText(bytes).items
+        var reader = FDSNTextReader(source: "test")
+        var items: [SourceItem] = []
+        var calls = 0
+        func take(_ item: SourceItem) throws {
+            calls += 1
+            if calls == 2 { throw Stop() }
+            items.append(item)
+        }
+        do { try reader.consume(bytes, take) } catch is Stop {}
+        try reader.finish(take)
+        #expect(items == expected.enumerated().filter { $0.offset != 1 }.map(\.element))
+    }
+}

@@ -1,0 +1,1 @@
+../../../Sources/QuakeSources/SourceError.swift
