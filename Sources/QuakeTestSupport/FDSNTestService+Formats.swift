@@ -89,7 +89,8 @@ extension FDSNTestService {
     }
 
     /// 200 with the FDSN text of `features`, in their order; a deleted event is a line whose
-    /// `EventType` is `not existing` (the format has no other way to say it).
+    /// `EventType` is `not existing` (the format has no other way to say it), and no line at all in
+    /// the 13 columns, which have no `EventType`.
     static func fdsnText(_ features: [Stored], layout: FDSNTextWriter.Layout) -> TestResponse {
         let writer = FDSNTextWriter(layout: layout, catalog: textCatalog)
         var body: [UInt8] = []
@@ -99,6 +100,8 @@ extension FDSNTestService {
             switch report(ofFeature: stored.bytes) {
             case .report(let report)?:
                 writer.append(report, to: &body)
+            case .retraction? where layout == .thirteen:
+                continue
             case .retraction(_, let id, let updated)?:
                 let retracted = SourceReport(
                     source: reportSource, id: id, time: stored.event.time,

@@ -45,7 +45,7 @@ public enum FDSNTestServiceError: Error, CustomStringConvertible {
 /// - `format=xml` (also `quakeml`, and no `format` at all, the real service's default) answers QuakeML
 ///   1.2, `format=text` the FDSN text format (``textLayout``: 14 columns by default, or 13): each event as
 ///   ``report(ofFeature:)`` makes it a report (a deleted one a retraction: QuakeML's `not existing`, the
-///   text's `EventType`), written by QuakeSources' `QuakeMLWriter` and `FDSNTextWriter`, with the same
+///   text's `EventType`; no line in 13 columns), written by QuakeSources' `QuakeMLWriter` and `FDSNTextWriter`, with the same
 ///   selection, order, paging and search limit as GeoJSON. An answer without events is 204 No Content,
 ///   or 404 with `nodata=404`; GeoJSON keeps the USGS's empty collection unless `nodata` is given.
 /// - Parameters: `starttime`/`endtime` (inclusive; `2024-01-02`, `2024-01-02T03:04:05`, a space instead

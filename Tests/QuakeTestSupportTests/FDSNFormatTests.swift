@@ -234,6 +234,9 @@ extension TestDoubles {
                 #expect(xml[1].values["origin/time/value"] != nil)
                 let text = try await ask(client, service, "format=text&includedeleted=only")
                 #expect(text.textIDs == [gone] && text.rows[0][13] == "not existing" && text.rows[0].count == 14)
+                service.textLayout = .thirteen
+                let thirteen = try await ask(client, service, "format=text&includedeleted=true&limit=2")
+                #expect(thirteen.textIDs == [newest.textIDs[1]])
                 #expect(
                     service.item(id: gone) == .retraction(source: "fdsn-test", id: gone, updated: 1_600_000_000_000))
             }
