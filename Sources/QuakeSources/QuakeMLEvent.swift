@@ -29,7 +29,7 @@ struct QuakeMLEvent {
     }
 
     /// Origins and magnitudes kept per event; more are dropped (unless preferred) and reported.
-    static let maxKept = 1000
+    static let maxKept = 256
 
     var publicID: String?
     var catalogSource: String?

@@ -1,0 +1,76 @@
+import Foundation
+import QuakeModel
+import QuakeSources
+import Testing
+
+@Suite(.serialized) struct QuakeMLRobustnessTests {
+    static let event =
+        "<event publicID=\"smi:x/a\"><origin><time><value>2020-01-01T00:00:00Z</value></time>"
+        + "<latitude><value>1</value></latitude><longitude><value>2</value></longitude></origin></event>"
+
+    /// A reader dropped before `finish` (a cancelled download) ends its parser thread.
+    @Test func abandonedReadersEndTheirThreads() async throws {
+        let before = threadCount()
+        for _ in 0..<50 {
+            let reader = QuakeMLReader(source: "x")
+            try reader.consume(Array("<q:quakeml xmlns:q=\"http://quakeml.org/xmlns/quakeml/1.2\"><eventParameters>".utf8)) { _ in }
+        }
+        var after = threadCount()
+        for _ in 0..<100 where after > before {
+            try await Task.sleep(for: .milliseconds(20))
+            after = threadCount()
+        }
+        #expect(after <= before, "\(after - before) parser threads still running")
+    }
+
+    /// Entity expansion (the "billion laughs") is refused by libxml2, not expanded.
+    @Test func entityExpansionIsRefused() throws {
+        var dtd = "<!DOCTYPE q [<!ENTITY a \"aaaaaaaaaa\">"
+        var previous = "a"
+        for name in ["b", "c", "d", "e", "f", "g", "h", "i", "j"] {
+            dtd += "<!ENTITY \(name) \"" + String(repeating: "&\(previous);", count: 10) + "\">"
+            previous = name
+        }
+        dtd += "]>"
+        let doc = "<?xml version=\"1.0\"?>" + dtd
+            + "<quakeml xmlns=\"http://quakeml.org/xmlns/quakeml/1.2\"><eventParameters><event publicID=\"smi:x/a\"><description><type>region name</type><text>&j;</text></description></event></eventParameters></quakeml>"
+        let start = ContinuousClock.now
+        let parsed = parseQuakeML(Array(doc.utf8))
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(parsed.error?.kind == .malformedXML || parsed.skipped == 1)
+    }
+
+    /// libxml2's warnings (a relative namespace URI) leave the document readable.
+    @Test func warningsDoNotStopTheParse() {
+        let doc = "<quakeml xmlns=\"http://quakeml.org/xmlns/quakeml/1.2\" xmlns:rel=\"relative/uri\"><eventParameters>"
+            + Self.event + "<rel:x/>" + Self.event + "</eventParameters></quakeml>"
+        let parsed = parseQuakeML(Array(doc.utf8))
+        #expect(parsed.error == nil)
+        #expect(parsed.items.count == 2)
+    }
+
+    /// QuakeML without any namespace, a byte order mark, and CDATA text are read.
+    @Test func lenientButXML() throws {
+        let doc = [0xEF, 0xBB, 0xBF] + Array(
+            ("<quakeml><eventParameters><event publicID=\"smi:x/a\"><description><type>region name</type>"
+                + "<text><![CDATA[A & B]]></text></description><origin><time><value>2020-01-01T00:00:00Z</value></time>"
+                + "<latitude><value>1</value></latitude><longitude><value>2</value></longitude></origin></event>"
+                + "</eventParameters></quakeml>").utf8)
+        let parsed = parseQuakeML(doc)
+        #expect(parsed.error == nil)
+        #expect(parsed.reports.first?.place == "A & B")
+    }
+
+    @Test func tooManyOriginsSkipTheEvent() {
+        let origin = "<origin><time><value>2020-01-01T00:00:00Z</value></time><latitude><value>1</value></latitude><longitude><value>2</value></longitude></origin>"
+        let doc = "<quakeml xmlns=\"http://quakeml.org/xmlns/quakeml/1.2\"><eventParameters><event publicID=\"smi:x/a\">"
+            + String(repeating: origin, count: 300) + "</event></eventParameters></quakeml>"
+        let parsed = parseQuakeML(Array(doc.utf8))
+        #expect(parsed.items.isEmpty)
+        #expect(parsed.problems.map(\.kind) == [.tooLarge])
+    }
+}
+
+private func threadCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+}
