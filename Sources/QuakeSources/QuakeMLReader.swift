@@ -18,8 +18,24 @@ import FoundationXML
 /// would; the parser thread starts with the first non-blank byte, so an empty answer starts
 /// none.
 ///
-/// What each event gives is described by ``QuakeMLEvent/item(source:depthInKilometres:)`` and
-/// its id by ``QuakeMLEvent/agencyID(publicID:catalogSource:catalogID:)``.
+/// What each event gives (the full rules are on `QuakeMLEvent.item` and `QuakeMLEvent.agencyID`):
+/// - id: ComCat's `catalog:eventsource` + `catalog:eventid` when present (`us7000abcd`); else
+///   the `publicID`'s `eventid=`/`evid=` query value (`...query?eventId=26359881` gives
+///   `26359881`); else its last path segment (`smi:org.gfz-potsdam.de/geofon/gfz2021inzw` gives
+///   `gfz2021inzw`, `smi:ISC/evid=7453151` gives `7453151`);
+/// - the origin and magnitude `preferredOriginID`/`preferredMagnitudeID` name, else the first;
+///   origin time, latitude, longitude, depth (metres in QuakeML 1.2 and 1.0, so divided by 1000;
+///   GeoNet's QuakeML 1.0.1, ids under `smi:geonet.org.nz/`, wrote km and is taken as is);
+///   magnitude value and type; the origin's evaluation mode and status (unknown text: nil);
+/// - place: the description of type `region name`, `Flinn-Engdahl region` or `earthquake name`;
+///   agency: `creationInfo/agencyID` of the origin, event or magnitude, else an `agencyURI`'s
+///   tail, else the origin's `author`; updated: the latest `modificationTime` (else
+///   `creationTime`) of those three;
+/// - event type `not existing` or `deleted`: a ``SourceItem/retraction(source:id:updated:)``.
+///
+/// Threads: `consume` and `finish` block the calling thread while the parser thread works on
+/// the chunk, as a synchronous parser would use it; they wait only for that thread, never for
+/// Swift's cooperative pool, so calling them from a task is safe (as with `FeedParser`).
 ///
 /// When `body` throws, its error propagates and the reader stays usable: the next call first
 /// delivers the items not yet delivered and parses the rest of that chunk.
