@@ -23,6 +23,21 @@ import Testing
         #expect(after <= before, "\(after - before) parser threads still running")
     }
 
+    /// Readers in many tasks at once, each blocking only on its own parser thread: all finish,
+    /// with the same items.
+    @Test func manyReadersAtOnce() async throws {
+        let bytes = try fixture("INGV__qquake__events.xml")
+        let expected = parseQuakeML(bytes).items
+        let results = await withTaskGroup(of: [SourceItem].self) { group in
+            for task in 0..<32 {
+                group.addTask { parseQuakeML(bytes, chunk: 512 + task * 97).items }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 32)
+        #expect(results.allSatisfy { $0 == expected })
+    }
+
     /// Entity expansion (the "billion laughs") is refused by libxml2, not expanded.
     @Test func entityExpansionIsRefused() throws {
         var dtd = "<!DOCTYPE q [<!ENTITY a \"aaaaaaaaaa\">"
