@@ -59,7 +59,9 @@ public final class QuakeMLReader {
     /// Bytes consumed so far.
     public private(set) var bytesConsumed = 0
 
-    private let channel = QuakeMLChannel()
+    /// Held by the parser thread while it runs, and by nothing else once the reader is gone (a
+    /// test watches it through a weak reference to see the thread end).
+    let channel = QuakeMLChannel()
     private var started = false
     private var finished = false
     private var head: [UInt8] = []
