@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "QuakeFeed", targets: ["QuakeFeed"]),
         .library(name: "Varlink", targets: ["Varlink"]),
         .library(name: "QuakeProtocol", targets: ["QuakeProtocol"]),
+        .library(name: "QuakeSources", targets: ["QuakeSources"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -198,6 +199,7 @@ let package = Package(
                 "QuakeTestSupport",
                 "QuakeModelCheck",
                 "QuakeAssociation",
+                "QuakeSources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -344,7 +346,7 @@ let package = Package(
 // testable (a few of the targets read internals). Per target rather than with -Xswiftc, which would
 // also reach varlink-swift-gen, the code generator the build-tool plugin runs.
 if Context.environment["QUAKED_FUZZ"] != nil {
-    for target in package.targets where ["QuakeFeed", "Varlink", "QuakeProtocol"].contains(target.name) {
+    for target in package.targets where ["QuakeFeed", "Varlink", "QuakeProtocol", "QuakeSources"].contains(target.name) {
         target.swiftSettings = (target.swiftSettings ?? []) + [
             .unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])
         ]

@@ -64,18 +64,16 @@ let package = Package(
             swiftSettings: harness,
             linkerSettings: fuzzer
         ),
-        // QuakeSources' readers, compiled in through symlinks to ../Sources/QuakeSources and
-        // instrumented here (the root package has no QuakeSources product to depend on yet).
         .executableTarget(
             name: "quakeml",
-            dependencies: ["FuzzSupport", .product(name: "QuakeFeed", package: "quaked")],
-            swiftSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])],
+            dependencies: ["FuzzSupport", .product(name: "QuakeSources", package: "quaked")],
+            swiftSettings: harness,
             linkerSettings: fuzzer
         ),
         .executableTarget(
             name: "fdsn-text",
-            dependencies: ["FuzzSupport", .product(name: "QuakeFeed", package: "quaked")],
-            swiftSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])],
+            dependencies: ["FuzzSupport", .product(name: "QuakeSources", package: "quaked")],
+            swiftSettings: harness,
             linkerSettings: fuzzer
         ),
         .executableTarget(

@@ -11,6 +11,7 @@
 
 import FuzzSupport
 import QuakeModel
+import QuakeSources
 
 struct Outcome: Equatable {
     var items: [SourceItem] = []

@@ -13,6 +13,7 @@
 
 import FuzzSupport
 import QuakeModel
+import QuakeSources
 
 // swift-corelibs-foundation leaks the CFStrings of every XMLParser error it bridges
 // (_structuredErrorFunc → _CFErrorCreateFromXMLInterface, about 72 bytes per libxml2 error):

@@ -1,1 +1,0 @@
-../../../Sources/QuakeSources/FDSNTextReader.swift

@@ -1,1 +1,0 @@
-../../../Sources/QuakeSources/QuakeMLChannel.swift
