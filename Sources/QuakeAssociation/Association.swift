@@ -169,18 +169,25 @@ public struct AssociationConfiguration: Sendable, Hashable {
 /// One physical quake: the reports associated with it (at most one per source, except
 /// reports joined by an id link) and the one preferred among them.
 public struct Event: Sendable, Hashable, CustomStringConvertible {
-    /// Stable while the event lives: the key (`source:id`) of the preferred report when the
-    /// event was created (with `#2`, `#3`... when that was taken), kept through later changes.
+    /// Stable while the event lives: the own id of the report that founded it (its preferred
+    /// report when it was created: `us7000abcd`), or, when a live event already had that id or
+    /// it was empty, that report's key `source:id` (then `#2`, `#3`...); kept through later
+    /// changes.
     public var id: String
     /// The member reports' keys, sorted.
     public var reports: [ReportKey]
     /// The report that gives the event's time, position, depth, magnitude, type and place.
     public var preferred: SourceReport
+    /// The creation order: larger than that of every event alive when it was created, fixed
+    /// while it lives. It breaks ties when a regroup matches groups to old events (the event
+    /// created first keeps its id); a store persists it and gives it back on restore.
+    public var created: UInt64
 
-    public init(id: String, reports: [ReportKey], preferred: SourceReport) {
+    public init(id: String, reports: [ReportKey], preferred: SourceReport, created: UInt64 = 0) {
         self.id = id
         self.reports = reports
         self.preferred = preferred
+        self.created = created
     }
 
     public var preferredKey: ReportKey { ReportKey(preferred) }

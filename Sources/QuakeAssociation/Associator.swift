@@ -43,18 +43,51 @@ import QuakeModel
 /// apart for minutes) is one component and is regrouped whole on each change, in
 /// O(k² log k) for k reports.
 ///
-/// **Event ids.** A new event takes its preferred report's key `source:id` (`#2`, `#3`... added
-/// while that is a live event's id). When a recompute regroups reports, the new groups are
-/// matched to the old events they share reports with, largest overlap first (ties: the old
-/// event created first, then the smaller old id, then the group with the smaller first key);
-/// each old id goes to at most one group. An old event left without a group is deleted as
-/// superseded by the group that took most of its reports (ties: the smaller id), or with no
-/// successor when all its reports were retracted. So an event keeps its id while it lives,
-/// two events merging keep one id and delete the other, and a split creates a new event for
-/// the part that leaves.
+/// **Event ids.** A new event is named after the report that founds it: its preferred report
+/// when it is created (the rules below, so a deterministic function of the group's reports).
+/// It takes that report's own id as the agency gives it (`us7000abcd`, `20250305_0000090`), so
+/// that with one source configured every event's id is its report's id. Only when that id is
+/// taken — a live event has it (another report, retracted since, founded it; or another source
+/// uses the same id for another quake), or another event of the same recompute took it just
+/// before, in the order of the groups' first keys — or when it is empty, the event takes the
+/// report's key `source:id`, then `source:id#2`, `#3`... An event being deleted in the same
+/// recompute still holds its id: a new event never takes the id of one deleted beside it.
 ///
-/// **Revisions.** A report replaces the stored one with its key unless both have `updated` and
-/// the new one's is older (then it is ignored, as is a retraction older than the report).
+/// When a recompute regroups reports, the new groups are matched to the old events they share
+/// reports with, largest overlap first (ties: the old event created first, then the smaller old
+/// id, then the group with the smaller first key); each old id goes to at most one group. An
+/// old event left without a group is deleted as superseded by the group that took most of its
+/// reports (ties: the smaller id), or with no successor when all its reports were retracted. So
+/// an event keeps its id while it lives, two events merging keep one id and delete the other,
+/// and a split creates a new event for the part that leaves. "Created first" is `Event.created`:
+/// a new event's is one more than the largest the associator has given (or restored).
+///
+/// **Revisions and retractions.** A report replaces the stored one with its key unless both
+/// have `updated` and the new one's is older (then it is ignored, as is a retraction older than
+/// the report). A retraction that applies, or that names no current report, leaves a tombstone
+/// for its key with its `updated` (the latest, when there are several): a report with that key
+/// arriving later is ignored while its `updated` is at most the tombstone's (a slow mirror's
+/// stale copy), and comes back, clearing the tombstone, when it is newer (the agency undeleted
+/// it) or has no `updated`. A retraction without `updated` leaves no tombstone (nothing to
+/// compare). Tombstones are bounded by the caller: `purgeTombstones(olderThan:)` forgets those
+/// whose `updated` is older than a cut-off (after which a copy older than the cut-off would be
+/// taken again), e.g. the store's retention horizon. After an `apply`, `report(_:)` and
+/// `tombstone(_:)` say what the store keeps for each key the items named.
+///
+/// **Snapshot and restore.** `snapshot` is everything the state depends on: the reports, the
+/// events with their members, preferred report and creation order, the tombstones, and the last
+/// creation number given. `Associator.restore(_:configuration:)` rebuilds the state from one
+/// (what a store persisted), adopting the stored event ids without emitting changes when they
+/// are what the rules compute; a restored associator then behaves exactly as the one the
+/// snapshot was taken of (the same changes and ids for any later items). When they are not (a
+/// store written under other windows or an older rule version, or a configuration whose
+/// preferences changed), restore regroups everything as a recompute does, mapping the stored
+/// events onto the groups by overlap, and returns those changes for the store to apply.
+///
+/// **Rollback.** `Associator` is a value: its storage is arrays, dictionaries and sets of
+/// values, no class references, so a copy is independent of the original (copy-on-write), and
+/// `let saved = associator; ...apply...; associator = saved` undoes a batch exactly, the
+/// creation numbering included. The store keeps the old value until its transaction commits.
 public struct Associator: Sendable {
     public let configuration: AssociationConfiguration
 
@@ -71,10 +104,12 @@ public struct Associator: Sendable {
 
     private struct EventRecord: Sendable {
         var event: Event
-        var created: UInt64
+        var created: UInt64 { event.created }
     }
     private var records: [String: EventRecord] = [:]
     private var sequence: UInt64 = 0
+    // Retracted keys: the newest retraction's `updated`.
+    private var tombstones: [ReportKey: Int64] = [:]
 
     /// How many reports the last `apply` regrouped: the neighbourhood of its changes.
     public private(set) var lastRegroupedCount = 0
@@ -93,6 +128,19 @@ public struct Associator: Sendable {
     public func event(id: String) -> Event? { records[id]?.event }
 
     public func report(_ key: ReportKey) -> SourceReport? { slotOfKey[key].flatMap { slots[$0] } }
+
+    /// The `updated` of the newest retraction of a key that has no current report, if remembered.
+    public func tombstone(_ key: ReportKey) -> Int64? { tombstones[key] }
+    public var tombstoneCount: Int { tombstones.count }
+
+    /// Forgets the tombstones whose `updated` is older than `cutoff` (epoch milliseconds); returns
+    /// how many. A copy of such a report sent again afterwards is taken as new.
+    @discardableResult
+    public mutating func purgeTombstones(olderThan cutoff: Int64) -> Int {
+        let before = tombstones.count
+        tombstones = tombstones.filter { $0.value >= cutoff }
+        return before - tombstones.count
+    }
 
     /// The event that holds the report with this key.
     public func event(containing key: ReportKey) -> Event? {
@@ -133,6 +181,10 @@ public struct Associator: Sendable {
                     slots[slot] = report
                     index(slot)
                 } else {
+                    if let tombstone = tombstones[key] {
+                        if let new = report.updated, new <= tombstone { continue }
+                        tombstones[key] = nil
+                    }
                     let slot: Int
                     if let free = freeSlots.popLast() {
                         slot = free
@@ -148,8 +200,12 @@ public struct Associator: Sendable {
                 }
             case .retraction(let source, let id, let updated):
                 let key = ReportKey(source: source, id: id)
-                guard let slot = slotOfKey[key] else { continue }
+                guard let slot = slotOfKey[key] else {
+                    if let updated { tombstones[key] = max(tombstones[key] ?? updated, updated) }
+                    continue
+                }
                 if let new = updated, let old = slots[slot]!.updated, new < old { continue }
+                if let updated { tombstones[key] = updated }
                 coverBeforeChange(slot)
                 unindex(slot)
                 slots[slot] = nil
@@ -324,7 +380,9 @@ public struct Associator: Sendable {
     }
 
     /// Recomputes the groups of `affected` and maps them onto the old events.
-    private mutating func regroup(_ affected: [Int], oldEvents: Set<String>) -> [EventChange] {
+    private mutating func regroup(_ affected: [Int], oldEvents: Set<String>, reserved: Set<String> = [])
+        -> [EventChange]
+    {
         var old = oldEvents
         for slot in affected { if let id = eventOfSlot[slot] { old.insert(id) } }
         let groups = group(affected)
@@ -360,17 +418,22 @@ public struct Associator: Sendable {
             if let kept = idOfGroup[g] {
                 id = kept
             } else {
-                let base = ReportKey(preferred).description
-                id = base
-                var n = 1
-                while records[id] != nil || taken.contains(id) {
-                    n += 1
-                    id = "\(base)#\(n)"
+                // The founding report's own id; its key, then #2, #3... when that is taken.
+                func free(_ id: String) -> Bool { records[id] == nil && !taken.contains(id) && !reserved.contains(id) }
+                id = preferred.id
+                if id.isEmpty || !free(id) {
+                    let base = ReportKey(preferred).description
+                    id = base
+                    var n = 1
+                    while !free(id) {
+                        n += 1
+                        id = "\(base)#\(n)"
+                    }
                 }
                 taken.insert(id)
                 idOfGroup[g] = id
             }
-            newEvents.append(Event(id: id, reports: reports.map(ReportKey.init), preferred: preferred))
+            newEvents.append(Event(id: id, reports: reports.map(ReportKey.init), preferred: preferred, created: 0))
         }
 
         var deletions: [EventChange] = []
@@ -392,16 +455,166 @@ public struct Associator: Sendable {
         }
         for (g, event) in newEvents.enumerated() {
             for slot in groups[g] { eventOfSlot[slot] = event.id }
+            var event = event
             if let record = before[event.id] {
-                records[event.id] = EventRecord(event: event, created: record.created)
+                event.created = record.created
+                records[event.id] = EventRecord(event: event)
                 if record.event != event { changes.append(.updated(event)) }
             } else {
                 sequence += 1
-                records[event.id] = EventRecord(event: event, created: sequence)
+                event.created = sequence
+                records[event.id] = EventRecord(event: event)
                 changes.append(.created(event))
             }
         }
         changes.sort { $0.eventID < $1.eventID }
         return changes + deletions
+    }
+}
+
+// MARK: - Snapshot and restore
+
+/// Everything an `Associator`'s behaviour depends on, as a store persists it.
+public struct AssociationSnapshot: Sendable, Hashable {
+    /// An event as stored: its id, its members, its creation order and, when known, the key of
+    /// the report its row was made from.
+    public struct StoredEvent: Sendable, Hashable {
+        public var id: String
+        /// The member reports' keys (any order).
+        public var members: [ReportKey]
+        /// `Event.created`. Only the order matters; stored events with equal numbers (a store
+        /// that kept none) are ordered by id.
+        public var created: UInt64
+        /// The preferred report the stored row shows; when it is not the one the configuration
+        /// prefers now (or is no member), restore reports the event updated. Nil: not compared.
+        public var preferred: ReportKey?
+
+        public init(id: String, members: [ReportKey], created: UInt64, preferred: ReportKey? = nil) {
+            self.id = id
+            self.members = members
+            self.created = created
+            self.preferred = preferred
+        }
+    }
+
+    /// A retracted key and the newest retraction's `updated`.
+    public struct Tombstone: Sendable, Hashable {
+        public var key: ReportKey
+        public var updated: Int64
+
+        public init(key: ReportKey, updated: Int64) {
+            self.key = key
+            self.updated = updated
+        }
+    }
+
+    /// The current reports (by key, in a snapshot).
+    public var reports: [SourceReport]
+    /// The events (by id, in a snapshot).
+    public var events: [StoredEvent]
+    /// The tombstones (by key, in a snapshot).
+    public var tombstones: [Tombstone]
+    /// The last creation number given (it may belong to an event deleted since). Zero when not
+    /// kept: restore then continues from the largest of the events', which gives later events
+    /// other numbers but never another order, so the same ids and groupings.
+    public var lastCreated: UInt64
+
+    public init(reports: [SourceReport], events: [StoredEvent], tombstones: [Tombstone] = [], lastCreated: UInt64 = 0) {
+        self.reports = reports
+        self.events = events
+        self.tombstones = tombstones
+        self.lastCreated = lastCreated
+    }
+}
+
+extension Associator {
+    /// The whole state, for a store to persist; `restore` gives it back.
+    public var snapshot: AssociationSnapshot {
+        AssociationSnapshot(
+            reports: reports,
+            events: records.values.map(\.event).sorted { $0.id < $1.id }.map {
+                AssociationSnapshot.StoredEvent(id: $0.id, members: $0.reports, created: $0.created, preferred: $0.preferredKey)
+            },
+            tombstones: tombstones.keys.sorted().map { AssociationSnapshot.Tombstone(key: $0, updated: tombstones[$0]!) },
+            lastCreated: sequence)
+    }
+
+    /// Rebuilds an associator from a snapshot (what a store persisted), adopting its event ids.
+    ///
+    /// When the stored events are what the rules compute from the reports (and each stored
+    /// preferred key, when given, is the one preferred now), nothing changes: `changes` is empty
+    /// and the associator behaves exactly as the one the snapshot was taken of. Otherwise every
+    /// report is regrouped as one recompute does, the stored events playing the old events
+    /// (their ids go to the groups they overlap most, the others are deleted as superseded, or
+    /// without a successor when none of their members is left), and `changes` says what to do
+    /// to the stored events to get the restored ones.
+    ///
+    /// Inconsistent input is repaired, not refused: of two reports with one key the one a
+    /// revision would keep stays; a member naming no report is dropped; a report claimed by two
+    /// events stays with the first by id (a second event with an id already seen is dropped
+    /// and its members count as in no event); a report in no event is regrouped; a tombstone
+    /// for a key with a current report is dropped.
+    public static func restore(_ snapshot: AssociationSnapshot, configuration: AssociationConfiguration)
+        -> (associator: Associator, changes: [EventChange])
+    {
+        var associator = Associator(configuration: configuration)
+        let changes = associator.load(snapshot)
+        return (associator, changes)
+    }
+
+    private mutating func load(_ snapshot: AssociationSnapshot) -> [EventChange] {
+        for report in snapshot.reports {
+            let key = ReportKey(report)
+            if let slot = slotOfKey[key] {
+                if let new = report.updated, let old = slots[slot]!.updated, new < old { continue }
+                unindex(slot)
+                slots[slot] = report
+                index(slot)
+            } else {
+                slotOfKey[key] = slots.count
+                slots.append(report)
+                eventOfSlot.append(nil)
+                index(slots.count - 1)
+            }
+        }
+        for tombstone in snapshot.tombstones where slotOfKey[tombstone.key] == nil {
+            tombstones[tombstone.key] = max(tombstones[tombstone.key] ?? tombstone.updated, tombstone.updated)
+        }
+        var emptied: [String] = []
+        var stalePreferred: [String] = []  // stored preferring a report that is not a member
+        for stored in snapshot.events.sorted(by: { $0.id < $1.id }) where records[stored.id] == nil && !emptied.contains(stored.id) {
+            var members: [ReportKey] = []
+            for key in Set(stored.members).sorted() {
+                guard let slot = slotOfKey[key], eventOfSlot[slot] == nil else { continue }
+                eventOfSlot[slot] = stored.id
+                members.append(key)
+            }
+            guard !members.isEmpty else {
+                emptied.append(stored.id)
+                continue
+            }
+            let reports = members.map { slots[slotOfKey[$0]!]! }
+            let storedPreferred = stored.preferred.flatMap { key in reports.first { ReportKey($0) == key } }
+            if stored.preferred != nil && storedPreferred == nil { stalePreferred.append(stored.id) }
+            let preferred = storedPreferred ?? configuration.preferred(reports)
+            records[stored.id] = EventRecord(
+                event: Event(id: stored.id, reports: members, preferred: preferred, created: stored.created))
+        }
+        sequence = max(snapshot.lastCreated, records.values.map(\.created).max() ?? 0)
+        let all = Array(slots.indices)
+        lastRegroupedCount = all.count
+        var changes = all.isEmpty ? [] : regroup(all, oldEvents: Set(records.keys), reserved: Set(emptied))
+        // Stored events with no report left are deleted, among the deletions by id; those whose
+        // stored preferred report is gone are updated (their row shows it).
+        if !emptied.isEmpty || !stalePreferred.isEmpty {
+            let split = changes.firstIndex { if case .deleted = $0 { true } else { false } } ?? changes.count
+            var updates = Array(changes[..<split])
+            for id in stalePreferred where !updates.contains(where: { $0.eventID == id }) {
+                if let record = records[id] { updates.append(.updated(record.event)) }
+            }
+            let deletions = (changes[split...] + emptied.map { EventChange.deleted($0, supersededBy: nil) })
+            changes = updates.sorted { $0.eventID < $1.eventID } + deletions.sorted { $0.eventID < $1.eventID }
+        }
+        return changes
     }
 }

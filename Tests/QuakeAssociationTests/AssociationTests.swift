@@ -107,7 +107,7 @@ struct AssociationExampleTests {
         var associator = Associator()
         var changes = associator.add(report("usgs", "us1", t: 0, updated: 1), report("emsc", "em1", t: 3, updated: 1))
         #expect(changes == [.created(associator.events[0])])
-        #expect(associator.events.map(\.id) == ["emsc:em1"])  // no source order: the key breaks the tie... after updated
+        #expect(associator.events.map(\.id) == ["em1"])  // no source order: the key breaks the tie... after updated
         let id = associator.events[0].id
 
         changes = associator.apply(.report(report("emsc", "em1", t: 60, updated: 2)))
@@ -142,7 +142,7 @@ struct AssociationExampleTests {
         var associator = Associator()
         _ = associator.add(report("b", "b1", t: 0))
         _ = associator.add(report("a", "a1", t: 30))
-        let (first, second) = ("b:b1", "a:a1")
+        let (first, second) = ("b1", "a1")
         #expect(Set(associator.events.map(\.id)) == [first, second])
         // a:a1 is revised to 2 s: both join; each old event shares one report; b:b1 was created first.
         let changes = associator.apply(.report(report("a", "a1", t: 2, updated: 5)))
@@ -243,32 +243,74 @@ struct AssociationDetailTests {
         }
     }
 
-    @Test("a split keeps the id in the part with the smaller first key; a new id that is live takes #2")
+    @Test("a split keeps the id in the part with the smaller first key; a new event takes its report's id, else source:id, else #2")
     func idsOnSplits() {
         var associator = Associator()
+        // Another quake whose agency's id is "b:b1", as a report's key would be written.
+        _ = associator.add(report("x", "b:b1", t: 500))
         _ = associator.add(report("a", "a1", t: 0, updated: 1))
         _ = associator.add(report("b", "b1", t: 1, updated: 1))
-        #expect(associator.events.map(\.id) == ["a:a1"])
+        #expect(associator.events.map(\.id) == ["a1", "b:b1"])
         // a:a1 moves away: the old event shares one report with each part, both created with it;
         // the part with the smaller first key, {a:a1}, keeps the id, {b:b1} is new.
         var changes = associator.apply(.report(report("a", "a1", t: 100, updated: 2)))
-        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "a:a1")
-        #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b:b1")
-        #expect(changes.map(\.description) == ["updated a:a1 [a:a1] preferred a:a1", "created b:b1 [b:b1] preferred b:b1"])
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "a1")
+        #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b1")
+        #expect(changes.map(\.description) == ["updated a1 [a:a1] preferred a:a1", "created b1 [b:b1] preferred b:b1"])
         // Retracted and back next to b:b1: it joins b:b1, which keeps its id though a:a1 is now
         // preferred (more recently updated).
         changes = associator.apply(.retraction(source: "a", id: "a1", updated: 3))
-        #expect(changes == [.deleted("a:a1", supersededBy: nil)])
+        #expect(changes == [.deleted("a1", supersededBy: nil)])
         changes = associator.apply(.report(report("a", "a1", t: 0, updated: 4)))
-        #expect(associator.events.map(\.id) == ["b:b1"])
-        #expect(changes == [.updated(associator.events[0])])
-        #expect(associator.events[0].preferredKey.description == "a:a1")
-        // Now b:b1 leaves: {a:a1} (the smaller first key) keeps b:b1, and the part that leaves
-        // would take its preferred key b:b1, a live id: it takes b:b1#2.
+        #expect(associator.events.map(\.id) == ["b1", "b:b1"])
+        #expect(changes == [.updated(associator.event(id: "b1")!)])
+        #expect(associator.event(id: "b1")?.preferredKey.description == "a:a1")
+        // Now b:b1 leaves: {a:a1} (the smaller first key) keeps b1, and the part that leaves
+        // would take its report's id b1, a live event's: then its key b:b1, the id of the
+        // event of x's report "b:b1": then b:b1#2.
         changes = associator.apply(.report(report("b", "b1", t: 100, updated: 5)))
-        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "b:b1")
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "b1")
         #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b:b1#2")
-        #expect(changes.map(\.eventID) == ["b:b1", "b:b1#2"])
+        #expect(changes.map(\.eventID) == ["b1", "b:b1#2"])
+    }
+
+    @Test("one source: every event's id is its report's id; the same id from another source is a link")
+    func oneSourceIDs() {
+        var associator = Associator()
+        let ids = ["us7000abcd", "us7000abce", "ci40000001", "20250305_0000090"]
+        let changes = associator.apply(ids.enumerated().map { .report(report("usgs", $1, t: Double($0) * 2)) })
+        #expect(changes.map(\.eventID) == ids.sorted())
+        #expect(associator.events.map(\.id) == ids.sorted())
+        for event in associator.events { #expect(event.reports == [ReportKey(source: "usgs", id: event.id)]) }
+        // The FDSN service's copy of one of them joins it by the id link; the id stays.
+        #expect(associator.apply(.report(report("fdsn", "us7000abcd", t: 0.5))).map(\.eventID) == ["us7000abcd"])
+        #expect(associator.event(id: "us7000abcd")?.reports.count == 2)
+    }
+
+    @Test("another source's report with a live event's id, after that id's report left: source:id; an empty id: source:")
+    func takenIDs() {
+        var associator = Associator(configuration: AssociationConfiguration(sourceOrder: ["usgs", "emsc"]))
+        _ = associator.add(report("usgs", "123", t: 0), report("emsc", "e1", t: 1))
+        #expect(associator.events.map(\.id) == ["123"])
+        // usgs:123 is retracted; the event lives on with emsc:e1 and keeps "123".
+        #expect(associator.apply(.retraction(source: "usgs", id: "123", updated: nil)).map(\.eventID) == ["123"])
+        // Another agency's "123", another quake: "123" is live, so "geonet:123".
+        let changes = associator.add(report("geonet", "123", t: 300, lat: 0))
+        #expect(changes.map(\.eventID) == ["geonet:123"])
+        // An empty id is no event id: the key "x:".
+        _ = associator.add(report("x", "", t: 900, lat: -20))
+        #expect(associator.event(containing: ReportKey(source: "x", id: ""))?.id == "x:")
+        // With "123" deleted, usgs's 123 comes back: the same id as geonet:123 is an id link, so
+        // it joins that event.
+        _ = associator.apply(.retraction(source: "emsc", id: "e1", updated: nil))
+        #expect(associator.event(id: "123") == nil)
+        _ = associator.add(report("usgs", "123", t: 5000, lat: 10))
+        #expect(associator.event(containing: ReportKey(source: "usgs", id: "123"))?.id == "geonet:123")
+        // A deleted event's id is free again: a new event founded by a report "123" takes it.
+        _ = associator.apply(.retraction(source: "usgs", id: "123", updated: nil))
+        _ = associator.apply(.retraction(source: "geonet", id: "123", updated: nil))
+        _ = associator.add(report("emsc", "123", t: 7000, lat: 10))
+        #expect(associator.event(containing: ReportKey(source: "emsc", id: "123"))?.id == "123")
     }
 
     @Test("a batch gives its net changes; a change recomputes only its neighbourhood")

@@ -70,6 +70,12 @@ struct ScheduleStats {
     var retractions = 0
     var idLinkedSameSource = 0
     var sameSourceNeighbours = 0  // events left apart though within the windows, one source
+    var ignored = 0  // items the rules ignore (stale copies, old retractions)
+    var tombstoneHits = 0  // reports kept out by a tombstone
+    var undeleted = 0  // reports back after a retraction
+    var plainIDs = 0  // events created with their report's own id
+    var keyIDs = 0  // events created with source:id (or #n): the own id was taken
+    var restoreRegroups = 0  // scrambled snapshots restored (regrouped)
 }
 
 @Suite("association schedules")
@@ -199,15 +205,33 @@ struct AssociationScheduleTests {
             initial[position] = revised
             steps.insert(.report(revised), at: insert)
         }
-        // Updated times by position: a later item is newer.
+        // Updated times by position: a later item is newer (tens apart, so that an undeleted
+        // copy fits between).
         for index in steps.indices {
             switch steps[index] {
             case .report(var r):
-                r.updated = Int64(index + 1)
+                r.updated = Int64(index + 1) * 10
                 steps[index] = .report(r)
             case .retraction(let source, let id, _):
-                steps[index] = .retraction(source: source, id: id, updated: Int64(index + 1))
+                steps[index] = .retraction(source: source, id: id, updated: Int64(index + 1) * 10)
             }
+        }
+        // After a retraction, some time later: an older copy of the report (a slow mirror; the
+        // tombstone keeps it out), a copy as old as the retraction (out too), or the report
+        // undeleted (newer than the retraction: back).
+        for index in steps.indices.reversed() {
+            guard case .retraction(let source, let id, let updated?) = steps[index], Int.random(in: 0..<3, using: &random) != 0
+            else { continue }
+            let versions = steps[..<index].compactMap { item -> SourceReport? in
+                if case .report(let r) = item, r.source == source, r.id == id { r } else { nil }
+            }
+            guard var copy = versions.randomElement(using: &random) else { continue }
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: copy.updated = updated
+            case 1: copy.updated = updated + 5
+            default: break
+            }
+            steps.insert(.report(copy), at: Int.random(in: (index + 1)...steps.count, using: &random))
         }
         // Stale items, as a slow mirror might send them: an old version again, a retraction older
         // than the report; both are ignored.
@@ -301,24 +325,85 @@ struct AssociationScheduleTests {
         let configuration = schedule.configuration
         var associator = Associator(configuration: configuration)
         var model: [ReportKey: SourceReport] = [:]
+        var tombstones: [ReportKey: Int64] = [:]
         var mirror: [String: Event] = [:]
         var shuffler = SplitMix(seed: UInt64(schedule.steps.count))
+        // From a third of the way on, a twin restored from a snapshot plays along.
+        let twinStart = schedule.steps.count / 3
+        var twin: Associator?
         for (step, item) in schedule.steps.enumerated() {
             func fail(_ message: String) -> ScheduleFailure { ScheduleFailure(step: step, message: message) }
             let previous = associator.events
             let previousMembers = Set(previous.flatMap(\.reports))
-            // The model of the current reports: a newer item replaces, an older one is ignored.
+            // The model of the current reports and the tombstones: a newer item replaces, an older
+            // one is ignored; a retraction that applies, or names no report, is remembered with its
+            // updated, and keeps out a later copy of the report that is not newer.
+            var ignored = false
             switch item {
             case .report(let r):
-                if let old = model[ReportKey(r)], let o = old.updated, let n = r.updated, n < o { break }
-                model[ReportKey(r)] = r
+                let key = ReportKey(r)
+                if let old = model[key] {
+                    if let o = old.updated, let n = r.updated, n < o { ignored = true }
+                } else if let t = tombstones[key] {
+                    if let n = r.updated, n <= t {
+                        ignored = true
+                        stats.tombstoneHits += 1
+                    } else {
+                        tombstones[key] = nil
+                        stats.undeleted += 1
+                    }
+                }
+                if !ignored { model[key] = r }
             case .retraction(let source, let id, let updated):
                 let key = ReportKey(source: source, id: id)
-                if let old = model[key], let o = old.updated, let n = updated, n < o { break }
-                if model.removeValue(forKey: key) != nil { stats.retractions += 1 }
+                if let old = model[key] {
+                    if let o = old.updated, let n = updated, n < o {
+                        ignored = true
+                    } else {
+                        model[key] = nil
+                        stats.retractions += 1
+                        if let updated { tombstones[key] = updated }
+                    }
+                } else {
+                    ignored = true
+                    if let updated { tombstones[key] = max(tombstones[key] ?? updated, updated) }
+                }
+            }
+            if ignored { stats.ignored += 1 }
+            let snapshotBefore = associator.snapshot
+            let saved = associator
+            if step == twinStart {
+                twin = Associator.restore(snapshotBefore, configuration: configuration).associator
+                try checkScrambledRestore(snapshotBefore, configuration, stats: &stats, step: step)
             }
             let changes = associator.apply(item)
             stats.steps += 1
+
+            // What the rules ignore changes nothing (a tombstone may move).
+            let snapshotAfter = associator.snapshot
+            if ignored {
+                if !changes.isEmpty { throw fail("an ignored item changed \(changes)") }
+                if snapshotAfter.reports != snapshotBefore.reports || snapshotAfter.events != snapshotBefore.events {
+                    throw fail("an ignored item changed the state")
+                }
+            }
+            let modelTombstones = tombstones.keys.sorted().map { AssociationSnapshot.Tombstone(key: $0, updated: tombstones[$0]!) }
+            if snapshotAfter.tombstones != modelTombstones {
+                throw fail("tombstones \(snapshotAfter.tombstones), the model's \(modelTombstones)")
+            }
+            // A copy is a value: the one kept before the step is as it was (the store's rollback).
+            if saved.snapshot != snapshotBefore { throw fail("applying the step to one copy changed another") }
+            // Restored from the snapshot before the step, an associator emits nothing, then gives
+            // the same changes and the same state; so does the twin restored earlier.
+            var (restored, restoreChanges) = Associator.restore(snapshotBefore, configuration: configuration)
+            if !restoreChanges.isEmpty { throw fail("restoring the snapshot before the step changed \(restoreChanges)") }
+            let restoredChanges = restored.apply(item)
+            if restoredChanges != changes { throw fail("restored, the step gives \(restoredChanges), not \(changes)") }
+            if restored.snapshot != snapshotAfter { throw fail("restored, the step leaves another state") }
+            if twin != nil {
+                let twinChanges = twin!.apply(item)
+                if twinChanges != changes { throw fail("the twin restored at step \(twinStart) gives \(twinChanges), not \(changes)") }
+            }
 
             // The changes, applied to a mirror, give the associator's events.
             for change in changes {
@@ -361,6 +446,26 @@ struct AssociationScheduleTests {
             let events = associator.events
             if mirror.values.sorted(by: { $0.id < $1.id }) != events {
                 throw fail("the changes \(changes) do not give the events \(events)")
+            }
+
+            // A new event takes its founding (preferred) report's own id, else its key, else #2...:
+            // the first of those no event held before the step and no other event holds now.
+            let previousIDs = Set(previous.map(\.id))
+            let currentIDs = Set(events.map(\.id))
+            for case .created(let event) in changes {
+                let founder = event.preferredKey
+                var candidates = founder.id.isEmpty ? [] : [founder.id]
+                candidates.append(founder.description)
+                while !candidates.contains(event.id) && candidates.count < 1000 {
+                    candidates.append("\(founder)#\(candidates.count + (founder.id.isEmpty ? 1 : 0))")
+                }
+                guard let position = candidates.firstIndex(of: event.id) else {
+                    throw fail("\(event.id) is not named after its founding report \(founder)")
+                }
+                for taken in candidates[..<position] where !previousIDs.contains(taken) && !currentIDs.contains(taken) {
+                    throw fail("\(event.id) was created though \(taken), its founder \(founder)'s, was free")
+                }
+                if event.id == founder.id { stats.plainIDs += 1 } else { stats.keyIDs += 1 }
             }
 
             // The reports are the model's.
@@ -427,10 +532,7 @@ struct AssociationScheduleTests {
             // From scratch, and in another order, the same grouping and preferred reports.
             var fresh = Associator(configuration: configuration)
             _ = fresh.apply(reports.map(SourceItem.report))
-            func summary(_ a: Associator) -> [[ReportKey]] {
-                a.events.map { [$0.preferredKey] + $0.reports }.sorted { $0.lexicographicallyPrecedes($1) }
-            }
-            if summary(fresh) != summary(associator) {
+            if Self.summary(fresh) != Self.summary(associator) {
                 throw fail("incremental \(summary(associator)) but from scratch \(summary(fresh))")
             }
             var shuffled = Associator(configuration: configuration)
@@ -471,7 +573,83 @@ struct AssociationScheduleTests {
         {
             throw ScheduleFailure(step: schedule.steps.count, message: "one batch gives \(batch.events), item by item \(associator.events)")
         }
+        try checkScrambledRestore(associator.snapshot, configuration, stats: &stats, step: schedule.steps.count)
         return associator
+    }
+
+    /// The grouping and the preferred reports: each event as its preferred key, then its members.
+    static func summary(_ a: Associator) -> [[ReportKey]] {
+        a.events.map { [$0.preferredKey] + $0.reports }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// A store written under other rules: the snapshot's reports in random stored events (a
+    /// random partition; ids old, made up, or reports' own ids and keys; random creation order,
+    /// equal numbers included; a preferred key or none; empty events; members naming no report).
+    /// Restoring gives the rules' grouping, the changes it returns turn the stored events into
+    /// the restored ones, and restoring what it made changes nothing.
+    static func checkScrambledRestore(
+        _ snapshot: AssociationSnapshot, _ configuration: AssociationConfiguration, stats: inout ScheduleStats, step: Int
+    ) throws {
+        func fail(_ message: String) -> ScheduleFailure {
+            ScheduleFailure(step: step, message: "restoring a scrambled snapshot: \(message)")
+        }
+        var random = SplitMix(seed: UInt64(step) &* 7919 &+ UInt64(snapshot.reports.count))
+        let keys = snapshot.reports.map(ReportKey.init).shuffled(using: &random)
+        let count = Int.random(in: 1...(keys.count + 1), using: &random)
+        var groups = [[ReportKey]](repeating: [], count: count)
+        for key in keys { groups[Int.random(in: 0..<count, using: &random)].append(key) }
+        var pool = snapshot.events.map(\.id) + keys.map(\.id) + keys.map(\.description) + (0..<count).map { "S\($0)" }
+        pool.shuffle(using: &random)
+        var stored: [AssociationSnapshot.StoredEvent] = []
+        var used = Set<String>()
+        for var group in groups {
+            let id = pool.first { !used.contains($0) }!
+            used.insert(id)
+            if Int.random(in: 0..<8, using: &random) == 0 { group.append(ReportKey(source: "nowhere", id: id)) }
+            stored.append(
+                .init(
+                    id: id, members: group, created: UInt64.random(in: 0...UInt64(count), using: &random),
+                    preferred: Bool.random(using: &random) ? group.randomElement(using: &random) : nil))
+        }
+        let scrambled = AssociationSnapshot(reports: snapshot.reports, events: stored, tombstones: snapshot.tombstones)
+        let (restored, changes) = Associator.restore(scrambled, configuration: configuration)
+        stats.restoreRegroups += 1
+        var fresh = Associator(configuration: configuration)
+        _ = fresh.apply(snapshot.reports.map(SourceItem.report))
+        if summary(fresh) != summary(restored) {
+            throw fail("\(summary(restored)), from scratch \(summary(fresh)); stored \(stored)")
+        }
+        let known = Set(keys)
+        var mirror: [String: (members: Set<ReportKey>, preferred: ReportKey?)] = [:]
+        for event in stored { mirror[event.id] = (Set(event.members).intersection(known), event.preferred) }
+        for change in changes {
+            switch change {
+            case .created(let event):
+                if mirror[event.id] != nil { throw fail("\(change): the id is stored") }
+                mirror[event.id] = (Set(event.reports), event.preferredKey)
+            case .updated(let event):
+                guard let old = mirror[event.id] else { throw fail("\(change): no such stored event") }
+                if old.members == Set(event.reports) && (old.preferred == nil || old.preferred == event.preferredKey) {
+                    throw fail("\(change): nothing changed")
+                }
+                mirror[event.id] = (Set(event.reports), event.preferredKey)
+            case .deleted(let id, let survivor):
+                if mirror.removeValue(forKey: id) == nil { throw fail("\(change): no such stored event") }
+                if let survivor, restored.event(id: survivor) == nil { throw fail("\(change): no such survivor") }
+            }
+        }
+        for event in restored.events {
+            guard let now = mirror[event.id], now.members == Set(event.reports) else {
+                throw fail("the changes \(changes) do not give \(event); stored \(stored)")
+            }
+            if let preferred = now.preferred, preferred != event.preferredKey {
+                throw fail("\(event.id) was stored preferring \(preferred), now \(event.preferredKey), but no update says so")
+            }
+        }
+        if mirror.count != restored.eventCount { throw fail("the changes \(changes) leave stored events the restore has not") }
+        if restored.snapshot.tombstones != snapshot.tombstones { throw fail("the tombstones changed") }
+        let again = Associator.restore(restored.snapshot, configuration: configuration).changes
+        if !again.isEmpty { throw fail("restoring the restored state changed \(again)") }
     }
 
     /// Drops steps while the schedule still fails: the smallest schedule that shows the failure.
@@ -513,7 +691,7 @@ struct AssociationScheduleTests {
         return (smallest, last)
     }
 
-    @Test("random schedules: a partition by the rules, a fixpoint, the same as from scratch and in any order, stable ids")
+    @Test("random schedules: a partition by the rules, a fixpoint, the same as from scratch and in any order, stable ids, tombstones, restore and rollback")
     func randomSchedules() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["QUAKED_ASSOCIATION_SEED"].flatMap { UInt64($0) } ?? 20_261_127
@@ -538,9 +716,12 @@ struct AssociationScheduleTests {
             }
         }
         print(
-            "association schedules: seed \(seed): \(cases) cases from \(first), \(stats.steps) steps, up to \(stats.reports) reports and \(stats.maxEvents) events, \(stats.multiSourceEvents) multi-source event checks, \(stats.merges) merges, \(stats.splits) splits, \(stats.retractions) retractions, \(stats.idLinkedSameSource) id-linked same-source pairs, \(stats.sameSourceNeighbours) same-source neighbours kept apart"
+            "association schedules: seed \(seed): \(cases) cases from \(first), \(stats.steps) steps, up to \(stats.reports) reports and \(stats.maxEvents) events, \(stats.multiSourceEvents) multi-source event checks, \(stats.merges) merges, \(stats.splits) splits, \(stats.retractions) retractions, \(stats.idLinkedSameSource) id-linked same-source pairs, \(stats.sameSourceNeighbours) same-source neighbours kept apart; \(stats.ignored) items ignored, \(stats.tombstoneHits) copies kept out by a tombstone, \(stats.undeleted) undeleted; new events named by their report's id \(stats.plainIDs), by source:id \(stats.keyIDs); \(stats.restoreRegroups) scrambled snapshots restored"
         )
         #expect(stats.merges > cases / 10, "the generator hardly merged")
         #expect(stats.splits > cases / 10, "the generator hardly split")
+        #expect(stats.tombstoneHits > cases / 10, "hardly a stale copy after a retraction")
+        #expect(stats.undeleted > cases / 20, "hardly an undeleted report")
+        #expect(stats.keyIDs > 0, "no new event found its report's id taken")
     }
 }
