@@ -1,12 +1,15 @@
 /// Why the reader stopped before finishing a value.
-enum ReadStop: Error {
+///
+/// Public, with ``JSONReader``, for QuakeSources' EMSC and GeoNet readers.
+public enum ReadStop: Error {
     /// The bytes ran out in the middle of the value: the caller keeps them and retries with more.
     case needMore
     case failed(FeedError)
 }
 
-/// A number token as scanned: its text plus what the fast conversions need.
-struct NumberToken {
+/// A number token as scanned: its text plus what the fast conversions need. Public only as
+/// what ``JSONReader/scanNumber()`` hands to ``JSONReader/double(_:)``.
+public struct NumberToken {
     var start: Int
     var end: Int
     var negative = false
@@ -27,14 +30,22 @@ struct NumberToken {
 /// It is not resumable: when the bytes run out mid-value it throws `.needMore` and the caller
 /// re-reads the value from its start once more bytes are in (see `FeedParser`, which bounds
 /// how often that happens). Everything it reads is fully validated (syntax, escapes, UTF-8).
-struct JSONReader {
+///
+/// Public for QuakeSources' JSON readers (EMSC's messages and answers, GeoNet's API), which
+/// walk their documents with the same strict cursor. What they use is public: the initializer,
+/// the position `i`, `base`, and the primitives below marked so. The cursor sits *before* a
+/// token: `peekNonWS`/`nextNonWS` look at its first byte without consuming it, a caller moves
+/// past a punctuation byte it has looked at with `i += 1`, and the scanning methods consume
+/// the whole token. Errors come as ``ReadStop/failed(_:)`` with a ``FeedError`` whose
+/// `byteOffset` is `base` plus the offending byte's index. The buffer must outlive the reader.
+public struct JSONReader {
     let p: UnsafeRawPointer
-    /// Read position (index into `p`).
-    var i: Int
+    /// Read position (index into the buffer).
+    public var i: Int
     /// End of readable bytes.
     var end: Int
-    /// Absolute document offset of `p[0]`, for error offsets.
-    let base: Int
+    /// Absolute document offset of the buffer's first byte, for error offsets.
+    public let base: Int
     /// The bytes at `end` are known to end the current value (a delimiter or the value's known end),
     /// so a number or literal reaching `end` is complete rather than `.needMore`.
     var endIsDelimiter: Bool
@@ -44,7 +55,11 @@ struct JSONReader {
     /// Where decoded texts go (see `text(_:)`); its owner moves it in and out.
     var arena: [UInt8] = []
 
-    init(_ buffer: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, maxDepth: Int) {
+    /// A reader of `buffer`, whose first byte is at `base` in the document. `endIsDelimiter`:
+    /// the buffer ends where the value does (a whole document), so a number or literal reaching
+    /// its end is complete rather than ``ReadStop/needMore``. `maxDepth`: the deepest nesting
+    /// accepted (a deeper container fails with `.tooLarge`).
+    public init(_ buffer: UnsafeRawBufferPointer, base: Int, endIsDelimiter: Bool, maxDepth: Int) {
         p = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
         i = 0
         end = buffer.count
@@ -55,12 +70,13 @@ struct JSONReader {
 
     @inline(__always) func byte(_ at: Int) -> UInt8 { p.load(fromByteOffset: at, as: UInt8.self) }
 
-    func fail(_ kind: FeedError.Kind, _ message: String, at: Int) -> ReadStop {
+    /// The error `kind` with `message` at buffer index `at` (document offset `base + at`).
+    public func fail(_ kind: FeedError.Kind, _ message: String, at: Int) -> ReadStop {
         .failed(FeedError(kind, message, at: base + at))
     }
 
     /// Skips whitespace; returns the next byte without consuming it, or nil at `end`.
-    @inline(__always) mutating func peekNonWS() -> UInt8? {
+    @inline(__always) public mutating func peekNonWS() -> UInt8? {
         while i < end {
             let c = byte(i)
             // Space, tab, LF, CR are the only JSON whitespace.
@@ -71,7 +87,7 @@ struct JSONReader {
     }
 
     /// Like `peekNonWS` but running out is `.needMore`.
-    @inline(__always) mutating func nextNonWS() throws(ReadStop) -> UInt8 {
+    @inline(__always) public mutating func nextNonWS() throws(ReadStop) -> UInt8 {
         guard let c = peekNonWS() else { throw .needMore }
         return c
     }
@@ -79,7 +95,7 @@ struct JSONReader {
     // MARK: Errors about unexpected bytes
 
     /// An error for an unexpected byte `c` at `at`; invalid-utf8 for bytes that can never start UTF-8.
-    func unexpected(_ c: UInt8, at: Int, expected: String) -> ReadStop {
+    public func unexpected(_ c: UInt8, at: Int, expected: String) -> ReadStop {
         if c >= 0x80 {
             // Outside strings non-ASCII is never valid JSON. Bytes that cannot start a UTF-8
             // sequence are reported as invalid UTF-8 without looking ahead (so the verdict never
@@ -100,7 +116,7 @@ struct JSONReader {
 
     /// Validates and skips any JSON value starting at `i` (after whitespace). `depth` is the
     /// nesting depth a container opened here would have.
-    mutating func skipValue(depth: Int) throws(ReadStop) {
+    public mutating func skipValue(depth: Int) throws(ReadStop) {
         let c = try nextNonWS()
         switch c {
         case UInt8(ascii: "\""): _ = try scanString()
@@ -132,28 +148,29 @@ struct JSONReader {
     }
 
     /// Checks the depth of a container about to open at `i`.
-    @inline(__always) func enter(_ depth: Int) throws(ReadStop) {
+    @inline(__always) public func enter(_ depth: Int) throws(ReadStop) {
         if depth > maxDepth {
             throw fail(.tooLarge, "nesting deeper than maxDepth (\(maxDepth))", at: i)
         }
     }
 
     /// Expects the `"` of an object key.
-    @inline(__always) mutating func expectKey() throws(ReadStop) {
+    @inline(__always) public mutating func expectKey() throws(ReadStop) {
         let c = try nextNonWS()
         if c != UInt8(ascii: "\"") {
             throw unexpected(c, at: i, expected: "expected a string key")
         }
     }
 
-    @inline(__always) mutating func expectColon() throws(ReadStop) {
+    /// Expects `:` after an object key and moves past it.
+    @inline(__always) public mutating func expectColon() throws(ReadStop) {
         let c = try nextNonWS()
         if c != UInt8(ascii: ":") { throw unexpected(c, at: i, expected: "expected ':' after an object key") }
         i &+= 1
     }
 
     /// After an object member: consumes `,` (returns false) or `}` (returns true).
-    @inline(__always) mutating func endOfObject() throws(ReadStop) -> Bool {
+    @inline(__always) public mutating func endOfObject() throws(ReadStop) -> Bool {
         let c = try nextNonWS()
         i &+= 1
         if c == UInt8(ascii: ",") { return false }
@@ -163,7 +180,7 @@ struct JSONReader {
     }
 
     /// After an array element: consumes `,` (returns false) or `]` (returns true).
-    @inline(__always) mutating func endOfArray() throws(ReadStop) -> Bool {
+    @inline(__always) public mutating func endOfArray() throws(ReadStop) -> Bool {
         let c = try nextNonWS()
         i &+= 1
         if c == UInt8(ascii: ",") { return false }
@@ -192,7 +209,7 @@ struct JSONReader {
 
     /// Validates the string whose opening quote is at `i` and moves past its closing quote.
     /// Returns the content's range (without quotes) and whether it contains escapes.
-    @inline(__always) mutating func scanString() throws(ReadStop) -> (start: Int, end: Int, escaped: Bool) {
+    @inline(__always) public mutating func scanString() throws(ReadStop) -> (start: Int, end: Int, escaped: Bool) {
         let start = i &+ 1
         i = start
         var escaped = false
@@ -333,7 +350,7 @@ struct JSONReader {
     }
 
     /// The text of a string scanned by `scanString`.
-    mutating func string(_ s: (start: Int, end: Int, escaped: Bool)) -> String {
+    public mutating func string(_ s: (start: Int, end: Int, escaped: Bool)) -> String {
         if !s.escaped {
             return String(decoding: UnsafeRawBufferPointer(start: p + s.start, count: s.end - s.start), as: UTF8.self)
         }
@@ -420,7 +437,7 @@ struct JSONReader {
     // MARK: Numbers
 
     /// Validates the number at `i` (which starts with `-` or a digit) and moves past it.
-    @inline(__always) mutating func scanNumber() throws(ReadStop) -> NumberToken {
+    @inline(__always) public mutating func scanNumber() throws(ReadStop) -> NumberToken {
         var n = NumberToken(start: i, end: i)
         if byte(i) == UInt8(ascii: "-") { n.negative = true; i &+= 1 }
         // Integer part: "0" or a non-zero digit followed by digits.
@@ -513,7 +530,7 @@ struct JSONReader {
     }
 
     /// The exact value of `n` as a Double (correctly rounded).
-    func double(_ n: NumberToken) -> Double {
+    public func double(_ n: NumberToken) -> Double {
         // Clinger's fast path: both factors are exact doubles, so one IEEE operation rounds correctly.
         if !n.dropped && n.mantissa <= 1 << 53 && n.exp10 >= -22 && n.exp10 <= 22 {
             var v = Double(n.mantissa)

@@ -3,7 +3,8 @@
 ///
 /// What rejects the whole answer: bytes that are not the format at all (malformed or truncated
 /// XML, an HTML page, a QuakeML document whose root is not `quakeml`, an FDSN text answer
-/// without its header or with a row of the wrong column count, a line longer than the limit).
+/// without its header or with a row of the wrong column count, a line longer than the limit,
+/// JSON that is not strict JSON or not the GeoJSON or message shape EMSC and GeoNet send).
 /// A reader that cannot trust the document's structure cannot trust any event in it. Problems
 /// of one event (no origin, impossible coordinates, a time that does not parse, no id) skip
 /// that event only: see ``SourceProblem``.
@@ -21,6 +22,12 @@ public struct SourceError: Error, Sendable, Hashable, CustomStringConvertible {
         case wrongColumns = "wrong-columns"
         /// An FDSN text line longer than ``FDSNTextReader/maxLineBytes``.
         case lineTooLong = "line-too-long"
+        /// Not strict RFC 8259 JSON (a trailing comma, a bad escape or number, invalid UTF-8),
+        /// or cut short; `byteOffset` points at the offending byte.
+        case malformedJSON = "malformed-json"
+        /// Well-formed JSON, but not the shape the source sends: the root, `action`, `data`,
+        /// `type`, `features`, a feature or `properties` of the wrong type; `path` names it.
+        case wrongShape = "wrong-shape"
     }
 
     public var kind: Kind
