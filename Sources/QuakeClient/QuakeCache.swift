@@ -158,9 +158,12 @@ public struct QuakeCache: Sendable {
                 position.token < transaction.token
             else { return nil }
             var before: [String: IOQuaked.Quake] = [:]
-            for change in transaction.changes where change.quake == nil {
-                guard change.kind == .update || change.kind == .leave else { continue }
-                if let old = try Self.quake(db, id: change.quakeId) { before[change.quakeId] = old }
+            // By index: `for change in` would copy every change, its quake included, to look at two fields.
+            let changes = transaction.changes
+            for i in changes.indices where changes[i].quake == nil {
+                guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
+                let id = changes[i].quakeId
+                if let old = try Self.quake(db, id: id) { before[id] = old }
             }
             return before
         }

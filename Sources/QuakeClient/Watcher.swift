@@ -82,6 +82,8 @@ public struct Watcher: Sendable {
         public var heartbeatSeconds = IOQuaked.Defaults.heartbeatSeconds
         public var initialBackoff: Duration = .milliseconds(200)
         public var maxBackoff: Duration = .seconds(5)
+        /// The most transactions a catch-up's FetchHistory page asks for; below it, pages are
+        /// sized to hold about ``Watcher/pageChanges`` changes.
         public var pageLimit = IOQuaked.Defaults.historyLimit
         public var snapshotPageSize = IOQuaked.Defaults.snapshotPageSize
         /// Sent to quaked with every call: the cache keeps only the quakes it matches, and a cache
@@ -355,13 +357,20 @@ public struct Watcher: Sendable {
         guard var position else { return }
         // The next page is asked for while this one is applied: quaked writes page n + 1 while
         // the cache takes page n, so a long catch-up is as fast as the slower of the two.
+        //
+        // Pages are sized in changes, not only in transactions: a page is decoded whole before
+        // any of it is applied, so a page of a few huge transactions (a first import: thousands
+        // of changes each) would leave nothing to overlap. The first page asks for a few
+        // transactions; each next one for as many as make about `pageChanges` changes at the
+        // size the last page's transactions had, at most `pageLimit`.
+        var limit = min(options.pageLimit, Self.firstPageLimit)
         var prefetched: Result<IOQuaked.FetchHistory.Reply, any Error>?
         while position.token != head || prefetched != nil {
             let fetched: Result<IOQuaked.FetchHistory.Reply, any Error>
             if let prefetched = prefetched.take() {
                 fetched = prefetched
             } else {
-                fetched = await fetchPage(connection, position)
+                fetched = await fetchPage(connection, position, limit: limit)
             }
             let page: IOQuaked.FetchHistory.Reply
             switch fetched {
@@ -377,8 +386,9 @@ public struct Watcher: Sendable {
             }
             var following = position
             following.token = max(position.token, page.nextAfter)
+            limit = Self.nextPageLimit(page, maximum: options.pageLimit)
             if page.hasMore {
-                async let next = fetchPage(connection, following)
+                async let next = fetchPage(connection, following, limit: limit)
                 try await apply(page, context: context, backlogThrough: start.floor)
                 prefetched = await next
             } else {
@@ -399,14 +409,29 @@ public struct Watcher: Sendable {
         }
     }
 
+    /// The transactions the first page of a catch-up asks for.
+    static let firstPageLimit = 4
+    /// About how many changes a catch-up's page holds (see ``catchUp(_:storeId:head:start:context:)``).
+    static let pageChanges = 4000
+
+    /// The transactions to ask for after `page`: as many as make about ``pageChanges`` changes
+    /// at the size of `page`'s, between 1 and `maximum`.
+    static func nextPageLimit(_ page: IOQuaked.FetchHistory.Reply, maximum: Int) -> Int {
+        let transactions = page.transactions.count
+        guard transactions > 0 else { return maximum }
+        let changes = page.transactions.reduce(0) { $0 + $1.changes.count }
+        let perTransaction = max(1, changes / transactions)
+        return max(1, min(maximum, pageChanges / perTransaction))
+    }
+
     /// One page after the position, as a result (so that it can be fetched beside other work).
-    private func fetchPage(_ connection: QuakedConnection, _ position: WatchPosition) async -> Result<
+    private func fetchPage(_ connection: QuakedConnection, _ position: WatchPosition, limit: Int) async -> Result<
         IOQuaked.FetchHistory.Reply, any Error
     > {
         do {
             return .success(
                 try await connection.fetchHistory(
-                    storeId: position.storeId, after: position.token, limit: options.pageLimit,
+                    storeId: position.storeId, after: position.token, limit: limit,
                     client: options.clientName, filter: options.filter))
         } catch {
             return .failure(error)

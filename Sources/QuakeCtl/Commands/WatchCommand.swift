@@ -294,7 +294,9 @@ struct WatchPrinter: Sendable {
         case .applied(let transaction, let storeId, let before, let isBacklog):
             guard !isBacklog else { return }
             var text = ""
-            for change in delivered(transaction, before: before) {
+            let changes = delivered(transaction, before: before)
+            if !style.json { text.reserveCapacity(changes.count * 128) }
+            for change in changes {
                 if style.json {
                     text +=
                         JSONText.encode(
@@ -302,7 +304,8 @@ struct WatchPrinter: Sendable {
                                 event: "change", storeId: storeId, token: transaction.token,
                                 author: transaction.author.rawValue, change: change)) + "\n"
                 } else {
-                    text += ChangeText.line(change, before: before[change.quakeId], style) + "\n"
+                    text += ChangeText.line(change, before: before[change.quakeId], style)
+                    text += "\n"
                 }
             }
             if !text.isEmpty { Console.out(text) }

@@ -31,8 +31,9 @@ public enum ChangeText {
             let row = Formatting.row(
                 mag: mag, place: q?.place, time: q?.time ?? 0, id: change.quakeId, placeWidth: placeWidth, style,
                 now: now)
-            let summary = fieldSummary(change.fields ?? [], style)
-            return label + row + (summary.isEmpty ? "" : "  " + summary)
+            var text = label + row
+            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
+            return text
         case .delete:
             let label = style.paint(Formatting.fit("removed", 9), .red)
             return label + goneRow(change, before: before, style, now: now) + "  (" + reason(change) + ")"
@@ -42,12 +43,14 @@ public enum ChangeText {
             let row = Formatting.row(
                 mag: q?.mag ?? newValue(change, "mag"), place: q?.place ?? "(removed since)", time: q?.time ?? 0,
                 id: change.quakeId, placeWidth: placeWidth, style, now: now)
-            let summary = fieldSummary(change.fields ?? [], style)
-            return label + row + (summary.isEmpty ? "" : "  " + summary)
+            var text = label + row
+            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
+            return text
         case .leave:
             let label = style.paint(Formatting.fit("leave", 9), .red)
-            let summary = fieldSummary(change.fields ?? [], style)
-            return label + goneRow(change, before: before, style, now: now) + (summary.isEmpty ? "" : "  " + summary)
+            var text = label + goneRow(change, before: before, style, now: now)
+            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
+            return text
         }
     }
 
@@ -78,24 +81,56 @@ public enum ChangeText {
 
     /// `M 4.1→3.9, status automatic→reviewed`; `revised` when only `updated` moved.
     public static func fieldSummary(_ fields: [IOQuaked.FieldChange], _ style: OutputStyle) -> String {
-        var parts: [String] = []
-        for f in fields where f.field != "updated" {
+        var summary = ""
+        appendFieldSummary(fields, style, to: &summary)
+        return summary
+    }
+
+    /// ``fieldSummary(_:_:)``'s text appended to `text` (after two spaces when `separated`), or
+    /// nothing when it is empty. Written in place: a catch-up makes one of these per update.
+    static func appendFieldSummary(
+        _ fields: [IOQuaked.FieldChange], _ style: OutputStyle, separated: Bool = false, to text: inout String
+    ) {
+        var parts = 0
+        for i in fields.indices where fields[i].field != "updated" {
+            parts += 1
+            guard parts <= 4 else { continue }
+            text += parts == 1 ? (separated ? "  " : "") : ", "
+            let f = fields[i]
             switch f.field {
             case "mag":
-                parts.append("M \(magText(f.old))→\(magText(f.new))")
+                text += "M "
+                text += magText(f.old)
+                text += "→"
+                text += magText(f.new)
             case "time":
-                parts.append("time \(timeText(f.old, style))→\(timeText(f.new, style))")
+                text += "time "
+                text += timeText(f.old, style)
+                text += "→"
+                text += timeText(f.new, style)
             case "depth":
-                parts.append("depth \(depthText(f.old, style))→\(depthText(f.new, style))")
+                text += "depth "
+                text += depthText(f.old, style)
+                text += "→"
+                text += depthText(f.new, style)
             case "place":
-                parts.append("place \(placeText(f.old, style))→\(placeText(f.new, style))")
+                text += "place "
+                text += placeText(f.old, style)
+                text += "→"
+                text += placeText(f.new, style)
             default:
-                parts.append("\(f.field) \(valueText(f.old))→\(valueText(f.new))")
+                text += f.field
+                text += " "
+                text += valueText(f.old)
+                text += "→"
+                text += valueText(f.new)
             }
         }
-        if parts.isEmpty { return fields.isEmpty ? "" : "revised" }
-        if parts.count > 4 { parts = Array(parts.prefix(4)) + ["+\(parts.count - 4) more"] }
-        return parts.joined(separator: ", ")
+        if parts == 0 {
+            if !fields.isEmpty { text += separated ? "  revised" : "revised" }
+        } else if parts > 4 {
+            text += ", +\(parts - 4) more"
+        }
     }
 
     static func newValue(_ change: IOQuaked.Change, _ field: String) -> Double? {

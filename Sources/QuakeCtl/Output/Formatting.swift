@@ -22,10 +22,12 @@ public enum Formatting {
         if tenths == 0 { return "0.0" }
         var text = value < 0 ? "-" : ""
         text += String(tenths / 10)
-        text += "."
-        text.unicodeScalars.append(Unicode.Scalar(UInt8(48 + tenths % 10)))
+        text += decimalPoints[tenths % 10]
         return text
     }
+
+    /// `.0` to `.9`, appended whole (appending a `Unicode.Scalar` goes through the slow path).
+    private static let decimalPoints = (0..<10).map { ".\($0)" }
 
     /// `magnitude` × 10 rounded to an integer as `%.1f` rounds: from the exact value, a tie to
     /// even. Each comparison is one fused multiply-add, whose single rounding keeps the sign of
@@ -218,8 +220,17 @@ public enum Formatting {
     }
 
     static func pad(_ row: inout String, _ count: Int) {
-        for _ in 0..<max(0, count) { row.unicodeScalars.append(" ") }
+        // Whole strings of spaces: appending a `Unicode.Scalar` at a time goes through the slow path.
+        var count = count
+        while count > 0 {
+            let n = min(count, spaces.count - 1)
+            row += spaces[n]
+            count -= n
+        }
     }
+
+    /// Strings of 0 to 64 spaces.
+    private static let spaces = (0...64).map { String(repeating: " ", count: $0) }
 
     /// The character count of an ASCII text without CR (one byte each); nil for any other text.
     static func asciiCount(_ text: String) -> Int? {

@@ -75,14 +75,15 @@ public enum Console {
     public static func line(_ text: String) { out(text + "\n") }
 
     static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        writeAll(fd, &bytes)
+        // The string's own UTF-8, not a copy (a catch-up writes a transaction's lines at once).
+        var text = text
+        text.withUTF8 { writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: inout [UInt8]) {
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
+            let n = systemWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 // The reader of stdout went away (`quakectl watch | head`): end as SIGPIPE
