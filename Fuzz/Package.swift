@@ -77,6 +77,18 @@ let package = Package(
             linkerSettings: fuzzer
         ),
         .executableTarget(
+            name: "emsc-message",
+            dependencies: ["FuzzSupport", .product(name: "QuakeSources", package: "quaked")],
+            swiftSettings: harness,
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
+            name: "geonet",
+            dependencies: ["FuzzSupport", .product(name: "QuakeSources", package: "quaked")],
+            swiftSettings: harness,
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
             name: "varlink-json",
             dependencies: [
                 "FuzzSupport",

@@ -79,20 +79,11 @@ public struct GeoNetReader: Sendable {
         }
     }
 
-    private struct Properties {
-        var publicID: JSONScalar?
-        var time: JSONScalar?
-        var depth: JSONScalar?
-        var magnitude: JSONScalar?
-        var locality: JSONScalar?
-        var quality: JSONScalar?
-    }
-
     static func feature(_ r: inout JSONReader, index: Int, source: String) throws(ReadStop) -> FeatureOutcome {
         let path = "features[\(index)]"
         try r.openObject(depth: 3, path: path)
         var coordinates: [Double]?
-        var p = Properties()
+        var p: [String: JSONScalar] = [:]
         var started = false
         while let key = try r.nextKey(&started) {
             switch key {
@@ -105,7 +96,7 @@ public struct GeoNetReader: Sendable {
             case "geometry":
                 coordinates = try r.geometryCoordinates(depth: 4, path: "\(path).geometry")
             case "properties":
-                p = Properties()
+                p = [:]
                 if try r.nextNonWS() == UInt8(ascii: "n") {
                     try r.skipValue(depth: 4)
                     continue
@@ -114,12 +105,8 @@ public struct GeoNetReader: Sendable {
                 var inner = false
                 while let name = try r.nextKey(&inner) {
                     switch name {
-                    case "publicID": p.publicID = try r.scalar(depth: 5)
-                    case "time": p.time = try r.scalar(depth: 5)
-                    case "depth": p.depth = try r.scalar(depth: 5)
-                    case "magnitude": p.magnitude = try r.scalar(depth: 5)
-                    case "locality": p.locality = try r.scalar(depth: 5)
-                    case "quality": p.quality = try r.scalar(depth: 5)
+                    case "publicID", "time", "depth", "magnitude", "locality", "quality":
+                        p[name] = try r.scalar(depth: 5)
                     default: try r.skipValue(depth: 5)
                     }
                 }
@@ -127,16 +114,16 @@ public struct GeoNetReader: Sendable {
                 try r.skipValue(depth: 4)
             }
         }
-        let id = p.publicID?.text
+        let id = p["publicID"]?.text
         func skip(_ kind: SourceProblem.Kind, _ message: String, _ member: String) -> FeatureOutcome {
             .skipped(SourceProblem(kind, message, source: source, id: id, path: "\(path).\(member)"))
         }
         guard let id else {
             return skip(.noID, "properties.publicID is not a non-empty string", "properties.publicID")
         }
-        let quality = p.quality?.string
+        let quality = p["quality"]?.string
         if quality == "deleted" { return .item(.retraction(source: source, id: id, updated: nil)) }
-        guard let timeValue = p.time else { return skip(.badTime, "properties.time is missing", "properties.time") }
+        guard let timeValue = p["time"] else { return skip(.badTime, "properties.time is missing", "properties.time") }
         guard let time = timeValue.string.flatMap(SourceTime.milliseconds) else {
             return skip(.badTime, "time \(timeValue.shown) is not an ISO 8601 instant", "properties.time")
         }
@@ -156,7 +143,7 @@ public struct GeoNetReader: Sendable {
             .report(
                 SourceReport(
                     source: source, id: id, agency: agency, time: time, latitude: latitude, longitude: longitude,
-                    depth: p.depth?.number, magnitude: p.magnitude?.number, place: p.locality?.text,
+                    depth: p["depth"]?.number, magnitude: p["magnitude"]?.number, place: p["locality"]?.text,
                     evaluationMode: mode, evaluationStatus: status)))
     }
 }
