@@ -437,7 +437,8 @@ public struct Associator: Sendable {
         }
 
         var deletions: [EventChange] = []
-        for id in old.sorted() where !idOfGroup.contains(id) {
+        let kept = Set(idOfGroup.compactMap { $0 })
+        for id in old.sorted() where !kept.contains(id) {
             // Superseded by the group that took most of its reports (ties: the smaller id).
             var best: (count: Int, id: String)?
             for (g, count) in overlap[id] ?? [:] {
@@ -609,7 +610,8 @@ extension Associator {
         if !emptied.isEmpty || !stalePreferred.isEmpty {
             let split = changes.firstIndex { if case .deleted = $0 { true } else { false } } ?? changes.count
             var updates = Array(changes[..<split])
-            for id in stalePreferred where !updates.contains(where: { $0.eventID == id }) {
+            let changed = Set(updates.map(\.eventID))
+            for id in stalePreferred where !changed.contains(id) {
                 if let record = records[id] { updates.append(.updated(record.event)) }
             }
             let deletions = (changes[split...] + emptied.map { EventChange.deleted($0, supersededBy: nil) })

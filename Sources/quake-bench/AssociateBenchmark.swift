@@ -10,7 +10,10 @@ import QuakeModelCheck
 /// one item at a time; beside it, the same reports given as one source only (each its own event:
 /// the same time index and neighbour lookups, no merging) — the single-source pass. Prints reports
 /// per second of each and the ratio (goal: at least 0.5x), and checks the three-agency run found
-/// one event per quake.
+/// one event per quake, each named after one of its reports (the own id of the report that founds
+/// it: the first published, `emsc0`...). Then the store's open: the three-agency state's snapshot
+/// (reports, events with members, tombstones) restored into a new associator, which must emit no
+/// changes and give the same snapshot.
 struct AssociateBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "associate",
@@ -44,22 +47,38 @@ struct AssociateBenchmark: ParsableCommand {
         }
         let quakes = (reports + 2) / 3
         print("associate: \(items.count) reports of \(quakes) quakes from 3 agencies over \(days) days (seed \(seed))")
-        var best = (agencies: Double.infinity, single: Double.infinity)
+        var best = (agencies: Double.infinity, single: Double.infinity, restore: Double.infinity)
         for round in 1...runs {
-            let (agencySeconds, agencyEvents) = Self.time(items)
-            let (singleSeconds, singleEvents) = Self.time(single)
-            guard agencyEvents == quakes else {
-                print("associate: the three agencies made \(agencyEvents) events of \(quakes) quakes")
+            let (agencySeconds, agencies) = Self.time(items)
+            let (singleSeconds, singleSource) = Self.time(single)
+            guard agencies.eventCount == quakes else {
+                print("associate: the three agencies made \(agencies.eventCount) events of \(quakes) quakes")
                 throw ExitCode(1)
             }
-            guard singleEvents == items.count else {
-                print("associate: the single source made \(singleEvents) events of \(items.count) reports")
+            guard singleSource.eventCount == items.count else {
+                print("associate: the single source made \(singleSource.eventCount) events of \(items.count) reports")
+                throw ExitCode(1)
+            }
+            // One source: every event's id is its report's id. Three: each quake's event is named
+            // after one of its reports (the first published, emsc's).
+            guard singleSource.events.allSatisfy({ $0.reports == [ReportKey(source: "one", id: $0.id)] }),
+                agencies.events.allSatisfy({ event in event.reports.contains { $0.id == event.id } })
+            else {
+                print("associate: an event is not named after its founding report")
+                throw ExitCode(1)
+            }
+            let snapshot = agencies.snapshot
+            let restoreStarted = ContinuousClock.now
+            let (restored, changes) = Associator.restore(snapshot, configuration: agencies.configuration)
+            let restoreSeconds = Double((ContinuousClock.now - restoreStarted) / .microseconds(1)) / 1e6
+            guard changes.isEmpty, restored.snapshot == snapshot else {
+                print("associate: restoring the snapshot changed \(changes.count) events")
                 throw ExitCode(1)
             }
             print(
-                "round \(round) of \(runs): 3 agencies \(Self.rate(items.count, agencySeconds)), single source \(Self.rate(items.count, singleSeconds))"
+                "round \(round) of \(runs): 3 agencies \(Self.rate(items.count, agencySeconds)), single source \(Self.rate(items.count, singleSeconds)), restore \(Self.rate(items.count, restoreSeconds))"
             )
-            best = (min(best.agencies, agencySeconds), min(best.single, singleSeconds))
+            best = (min(best.agencies, agencySeconds), min(best.single, singleSeconds), min(best.restore, restoreSeconds))
         }
         let ratio = best.single / best.agencies
         print(
@@ -68,6 +87,7 @@ struct AssociateBenchmark: ParsableCommand {
               3 agencies:     \(Self.rate(items.count, best.agencies)) (\(quakes) events)
               single source:  \(Self.rate(items.count, best.single)) (\(items.count) events)
               ratio:          \(String(format: "%.2f", ratio))x (goal: at least 0.5x) \(ratio >= 0.5 ? "met" : "NOT met")
+              restore:        \(Self.rate(items.count, best.restore)) (the 3 agencies' snapshot, \(quakes) events, no changes)
             """)
     }
 
@@ -75,15 +95,15 @@ struct AssociateBenchmark: ParsableCommand {
         String(format: "%.0f reports/s (%.2f s)", Double(count) / seconds, seconds)
     }
 
-    /// Feeds the items one at a time to a new associator: seconds taken and events made.
-    static func time(_ items: [SourceItem]) -> (Double, Int) {
+    /// Feeds the items one at a time to a new associator: seconds taken and the associator.
+    static func time(_ items: [SourceItem]) -> (Double, Associator) {
         var associator = Associator(configuration: AssociationConfiguration(sourceOrder: ["usgs", "emsc", "gfz"]))
         var changes = 0
         let started = ContinuousClock.now
         for item in items { changes &+= associator.apply(item).count }
         let elapsed = ContinuousClock.now - started
         precondition(changes > 0)
-        return (Double(elapsed / .microseconds(1)) / 1e6, associator.eventCount)
+        return (Double(elapsed / .microseconds(1)) / 1e6, associator)
     }
 
     /// Quakes at random times over `days` and random places between 60°S and 60°N, each reported
