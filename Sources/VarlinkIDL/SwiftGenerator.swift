@@ -162,12 +162,14 @@ public struct SwiftGenerator {
                 out.line("writer.beginObject()")
                 for field in fields {
                     let name = identifier(field.name)
+                    // Keys as StaticStrings: a literal alone picks key(_: String), which escapes at
+                    // run time what an identifier never needs.
                     if field.type.isOptional {
                         out.line(
-                            "if let \(local(field)) = self.\(name) { writer.key(\(literal(field.name))); \(local(field)).write(to: &writer) }"
+                            "if let \(local(field)) = self.\(name) { writer.key(\(literal(field.name)) as StaticString); \(local(field)).write(to: &writer) }"
                         )
                     } else {
-                        out.line("writer.key(\(literal(field.name))); \(name).write(to: &writer)")
+                        out.line("writer.key(\(literal(field.name)) as StaticString); \(name).write(to: &writer)")
                     }
                 }
                 out.line("writer.endObject()")

@@ -169,3 +169,37 @@ extension StrictDecodingTests {
         }
     }
 }
+
+extension StrictDecodingTests {
+    @Test("numbers read without strtod (short ones) are the same Doubles as Double(String) reads")
+    func fastDoubles() throws {
+        var samples = [
+            "0", "-0", "-0.0", "0.1", "4.53", "-179.99999", "1e-05", "1E5", "1e+22", "1e22", "1e23", "1e-22", "1e-23",
+            "9007199254740992", "9007199254740993", "9007199254740993.0", "123456789012345678", "1234567890123456789",
+            "12345678901234567890", "0.000000000000000000001", "0.0000000000000000000000001", "2.4500000000000002",
+            "123456789.125", "5e-324", "1.7976931348623157e308", "1e400", "0e400", "-0e-400", "100000000000000000000000",
+            "3.141592653589793238462643383279", "0.30000000000000004", "1.5e-7", "-118.4985", "35.7728333", "0.00e0",
+            // 20 digits: the 64-bit mantissa would wrap (to 0 for 2^64), found by fuzzing.
+            "18446744073709551616", "-18446744073709551616e-3", "0.18446744073709551616", "36893488147419103232",
+            "10000000000000000000", "0.000000000000000000010000000000000000000",
+        ]
+        // Random short decimals, the kind quaked's replies are made of.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let digits = Int.random(in: 1...18, using: &generator)
+            let mantissa = String(UInt64.random(in: 0..<UInt64(pow(10, Double(digits))), using: &generator))
+            let point = Int.random(in: 0...mantissa.count, using: &generator)
+            var text = point == 0 || point == mantissa.count ? mantissa : String(mantissa.prefix(point)) + "." + mantissa.dropFirst(point)
+            if Bool.random(using: &generator) { text += "e\(Int.random(in: -30...30, using: &generator))" }
+            samples.append(Bool.random(using: &generator) ? "-" + text : text)
+        }
+        for text in samples {
+            let expected = Double(text)!
+            if expected.isFinite {
+                #expect(try Double.decode(json: Array(text.utf8)).bitPattern == expected.bitPattern, "\(text)")
+            } else {
+                #expect(Self.error(Double.self, text) != nil, "\(text)")
+            }
+        }
+    }
+}

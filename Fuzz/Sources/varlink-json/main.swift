@@ -4,7 +4,8 @@
 // - whatever `JSONValue` and every generated type decode, their own text decodes back to the same
 //   value (writer and reader are inverses), and what a generated type takes is JSON;
 // - `nextMember`'s hash is `keyHash` of its name, and the name is `nextKey`'s (generated decoders
-//   switch on the hash and compare the name's bytes).
+//   switch on the hash and compare the name's bytes);
+// - `readDouble` (with its fast path without strtod) reads every number as `Double(String)` does.
 // The JSON-level differential against QuakeFeed's JSONReader is in json-reader.
 
 import FuzzSupport
@@ -77,15 +78,24 @@ func walk(_ s: inout JSONScanner, _ input: [UInt8], _ odd: inout Bool) throws(Va
             check(member.hash == JSONScanner.keyHash(name), "nextMember: the hash of \"\(name)\" is not keyHash")
             check(other.offset == s.offset, "nextMember and nextKey stop at different places after \"\(name)\"")
             if !keys.insert(name).inserted { odd = true }
-            if !keys.insert(key).inserted { odd = true }
+            if let key, !keys.insert(key).inserted { odd = true }
             try walk(&s, input, &odd)
         }
     case UInt8(ascii: "["):
         try s.beginArray()
         while try s.nextElement() { try walk(&s, input, &odd) }
     case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        // readDouble (its fast path for short numbers included) reads exactly what Double(String) does.
+        var number = s
+        let read = try? number.readDouble()
         let range = try s.skipValue()
-        if let double = Double(String(decoding: input[range], as: UTF8.self)), !double.isFinite { odd = true }
+        let double = Double(String(decoding: input[range], as: UTF8.self))
+        if let double, !double.isFinite { odd = true }
+        if let double, double.isFinite {
+            check(read?.bitPattern == double.bitPattern, "readDouble read \(String(describing: read)) for \(double)")
+        } else {
+            check(read == nil, "readDouble read \(String(describing: read)), Double(String) \(String(describing: double))")
+        }
     default:
         _ = try s.skipValue()
     }

@@ -255,10 +255,74 @@ public struct JSONScanner: Sendable {
     public mutating func readDouble() throws(VarlinkParameterError) -> Double {
         skipSpace()
         let (start, _) = try scanNumber(expected: "a number")
+        if let value = Self.exactDouble(bytes, start, index) { return value }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw wrongType("a finite number") }
         return value
     }
+
+    /// The value of the number `bytes[start..<end]` (checked by ``scanNumber(expected:)``) when
+    /// it is the common kind that needs no `strtod`: at most 19 significant digits making an
+    /// integer m ≤ 2^53, times a power of ten 10^e with |e| ≤ 22. Both are exact as Doubles, so one
+    /// multiplication or division, correctly rounded, is the correctly rounded value (Clinger's
+    /// fast path): the same Double as `Double(String)` gives. Nil for anything else.
+    @usableFromInline static func exactDouble(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Double? {
+        bytes.withUnsafeBufferPointer { b -> Double? in
+            var i = start
+            let negative = b[i] == UInt8(ascii: "-")
+            if negative { i += 1 }
+            var mantissa: UInt64 = 0
+            // Significant digits: from the first that is not 0. At most 19 of them fit in 64
+            // bits; the 20th gives up before it could wrap.
+            var digits = 0
+            var exponent = 0
+            while i < end, b[i] &- UInt8(ascii: "0") < 10 {
+                if digits > 0 || b[i] != UInt8(ascii: "0") { digits += 1 }
+                guard digits <= 19 else { return nil }
+                mantissa = mantissa * 10 + UInt64(b[i] &- UInt8(ascii: "0"))
+                i += 1
+            }
+            if i < end, b[i] == UInt8(ascii: ".") {
+                i += 1
+                while i < end, b[i] &- UInt8(ascii: "0") < 10 {
+                    if digits > 0 || b[i] != UInt8(ascii: "0") { digits += 1 }
+                    guard digits <= 19 else { return nil }
+                    mantissa = mantissa * 10 + UInt64(b[i] &- UInt8(ascii: "0"))
+                    exponent -= 1
+                    i += 1
+                }
+            }
+            guard mantissa <= 1 << 53 else { return nil }
+            if i < end {  // e or E
+                i += 1
+                var negativeExponent = false
+                if b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
+                    negativeExponent = b[i] == UInt8(ascii: "-")
+                    i += 1
+                }
+                var e = 0
+                while i < end {
+                    e = e * 10 + Int(b[i] &- UInt8(ascii: "0"))
+                    guard e < 1000 else { return nil }
+                    i += 1
+                }
+                exponent += negativeExponent ? -e : e
+            }
+            guard exponent >= -22, exponent <= 22 else { return nil }
+            var value = Double(mantissa)
+            if exponent < 0 {
+                value /= powersOfTen[-exponent]
+            } else {
+                value *= powersOfTen[exponent]
+            }
+            return negative ? -value : value
+        }
+    }
+
+    @usableFromInline static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+        1e19, 1e20, 1e21, 1e22,
+    ]
 
     /// Checks the number grammar and moves past it; returns where it starts and whether it is an integer.
     @usableFromInline mutating func scanNumber(expected: String) throws(VarlinkParameterError) -> (Int, Bool) {
