@@ -194,13 +194,15 @@ public struct QuakeCache: Sendable {
             try Self.enqueue(db, outbox)
             var upsert = try Upsert(db, table: "quakes")
             let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
-            for change in transaction.changes {
-                switch change.kind {
+            // By index, each change read in place: `for change in` copies each whole change.
+            let changes = transaction.changes
+            for i in changes.indices {
+                switch changes[i].kind {
                 case .insert, .update, .enter:
                     // Without a quake: removed by a later transaction, which removes it here too.
-                    if let quake = change.quake { try upsert.write(quake) }
+                    if changes[i].quake != nil { try upsert.write(changes[i].quake.unsafelyUnwrapped) }
                 case .delete, .leave:
-                    try delete.execute(arguments: [change.quakeId])
+                    try delete.execute(arguments: [changes[i].quakeId])
                 }
             }
             try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")

@@ -296,15 +296,17 @@ struct WatchPrinter: Sendable {
             var text = ""
             let changes = delivered(transaction, before: before)
             if !style.json { text.reserveCapacity(changes.count * 128) }
-            for change in changes {
+            for i in changes.indices {
                 if style.json {
                     text +=
                         JSONText.encode(
                             WatchLine(
                                 event: "change", storeId: storeId, token: transaction.token,
-                                author: transaction.author.rawValue, change: change)) + "\n"
+                                author: transaction.author.rawValue, change: changes[i])) + "\n"
                 } else {
-                    text += ChangeText.line(change, before: before[change.quakeId], style)
+                    // By index: a change is large, and `for change in` copies each.
+                    text += ChangeText.line(
+                        changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style)
                     text += "\n"
                 }
             }
