@@ -79,7 +79,8 @@ import QuakeModel
 /// creation number given. `Associator.restore(_:configuration:)` rebuilds the state from one
 /// (what a store persisted), adopting the stored event ids without emitting changes when they
 /// are what the rules compute; a restored associator then behaves exactly as the one the
-/// snapshot was taken of (the same changes and ids for any later items). When they are not (a
+/// snapshot was taken of (the same changes, ids and creation numbers for any later items;
+/// `lastRegroupedCount` aside, which after a restore counts every report). When they are not (a
 /// store written under other windows or an older rule version, or a configuration whose
 /// preferences changed), restore regroups everything as a recompute does, mapping the stored
 /// events onto the groups by overlap, and returns those changes for the store to apply.

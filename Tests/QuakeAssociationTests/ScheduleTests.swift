@@ -398,7 +398,13 @@ struct AssociationScheduleTests {
             var (restored, restoreChanges) = Associator.restore(snapshotBefore, configuration: configuration)
             if !restoreChanges.isEmpty { throw fail("restoring the snapshot before the step changed \(restoreChanges)") }
             let restoredChanges = restored.apply(item)
-            if restoredChanges != changes { throw fail("restored, the step gives \(restoredChanges), not \(changes)") }
+            if restoredChanges != changes {
+                func created(_ changes: [EventChange]) -> [UInt64] {
+                    changes.compactMap { if case .created(let e) = $0 { e.created } else if case .updated(let e) = $0 { e.created } else { nil } }
+                }
+                throw fail(
+                    "restored, the step gives \(restoredChanges) (created \(created(restoredChanges))), not \(changes) (created \(created(changes)))")
+            }
             if restored.snapshot != snapshotAfter { throw fail("restored, the step leaves another state") }
             if twin != nil {
                 let twinChanges = twin!.apply(item)
