@@ -51,9 +51,15 @@ let package = Package(
         // the parse pipeline (FeedSink, ChunkPipe) that turns a document's bytes into decoded features.
         // No I/O; QuakeModel only, so that every layer above has it.
         .target(name: "QuakeFeed", dependencies: ["QuakeModel"], plugins: ["QuakeModelGenerator"]),
+        // libxml2's SAX2 push parser (xmlCreatePushParserCtxt, xmlParseChunk), for QuakeMLReader.
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
         // Agencies' answers as reports (QuakeModel's SourceReport): QuakeML 1.0/1.2 parsed as it
-        // streams in (libxml2 through FoundationXML), the FDSN text format, EMSC's and GeoNet's JSON.
-        .target(name: "QuakeSources", dependencies: ["QuakeModel", "QuakeFeed"]),
+        // streams in (libxml2's SAX2 push parser), the FDSN text format, EMSC's and GeoNet's JSON.
+        .target(name: "QuakeSources", dependencies: ["QuakeModel", "QuakeFeed", "CLibXML2"]),
         // Association: which reports of different agencies are one physical quake, and which of
         // them is preferred. Pure and order-independent; QuakeModel only.
         .target(name: "QuakeAssociation", dependencies: ["QuakeModel"]),

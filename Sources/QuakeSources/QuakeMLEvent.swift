@@ -31,7 +31,8 @@ struct QuakeMLEvent {
     /// Origins and magnitudes kept per event; more are dropped (unless preferred) and reported.
     static let maxKept = 256
 
-    var publicID: String?
+    /// The `publicID` attribute's bytes (`&` decoded), when there is one.
+    var publicID: [UInt8]?
     var catalogSource: String?
     var catalogID: String?
     var type: String?
@@ -43,6 +44,16 @@ struct QuakeMLEvent {
     var magnitudes: [Magnitude] = []
     var dropped = false
     var line: Int?
+
+    /// This event's id: ``agencyID(publicID:catalogSource:catalogID:)``.
+    func agencyID() -> String? {
+        if let catalogID, !catalogID.isEmpty {
+            let source = catalogSource ?? ""
+            return catalogID.hasPrefix(source) ? catalogID : source + catalogID
+        }
+        guard let publicID, !publicID.isEmpty else { return nil }
+        return Self.agencyID(publicID: publicID)
+    }
 
     /// The agency's own id for the event, by these rules in order:
     /// 1. ComCat's `catalog:eventsource` and `catalog:eventid` attributes (any prefix bound to
@@ -57,28 +68,68 @@ struct QuakeMLEvent {
     ///    `smi:ISC/evid=7453151` gives `7453151`;
     /// 4. a publicID with no usable tail is the id whole. No publicID at all: no id.
     static func agencyID(publicID: String?, catalogSource: String?, catalogID: String?) -> String? {
-        if let catalogID, !catalogID.isEmpty {
-            let source = catalogSource ?? ""
-            return catalogID.hasPrefix(source) ? catalogID : source + catalogID
+        var event = QuakeMLEvent()
+        event.publicID = publicID.map { Array($0.utf8) }
+        event.catalogSource = catalogSource
+        event.catalogID = catalogID
+        return event.agencyID()
+    }
+
+    /// Rules 2 to 4 of ``agencyID(publicID:catalogSource:catalogID:)``, over the UTF-8 bytes.
+    static func agencyID(publicID whole: [UInt8]) -> String {
+        let amp = Array("&amp;".utf8)
+        var text = whole
+        if text.contains(0x26) {
+            var out: [UInt8] = []
+            out.reserveCapacity(text.count)
+            var i = 0
+            while i < text.count {
+                if text[i] == 0x26, text.count - i >= amp.count, text[i..<i + amp.count].elementsEqual(amp) {
+                    out.append(0x26)
+                    i += amp.count
+                } else {
+                    out.append(text[i])
+                    i += 1
+                }
+            }
+            text = out
         }
-        guard let whole = publicID, !whole.isEmpty else { return nil }
-        let text = whole.replacingOccurrences(of: "&amp;", with: "&")
-        let parts = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        if parts.count == 2 {
-            for parameter in parts[1].split(whereSeparator: { $0 == "&" || $0 == ";" }) {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2 else { continue }
-                let key = pair[0].lowercased()
-                if (key == "eventid" || key == "evid") && !pair[1].isEmpty { return String(pair[1]) }
+        let question = text.firstIndex(of: 0x3F)
+        if let question {
+            // The query: parameters split at `&` and `;`, each `key=value` (non-empty key).
+            var p = question + 1
+            while p <= text.count {
+                var q = p
+                while q < text.count, text[q] != 0x26, text[q] != 0x3B { q += 1 }
+                // A parameter p..<q; `split(separator: "=", maxSplits: 1)` without empty pieces.
+                var k = p
+                while k < q, text[k] == 0x3D { k += 1 }
+                if k < q {
+                    var e = k
+                    while e < q, text[e] != 0x3D { e += 1 }
+                    if e + 1 < q, isIDKey(text[k..<e]) {
+                        return String(decoding: text[(e + 1)..<q], as: UTF8.self)
+                    }
+                }
+                p = q + 1
             }
         }
-        var path = parts[0]
-        if let colon = path.firstIndex(of: ":"), !path[..<colon].contains("/") {
-            path = path[path.index(after: colon)...]
+        var path = text[..<(question ?? text.count)]
+        if let colon = path.firstIndex(of: 0x3A), !path[..<colon].contains(0x2F) {
+            path = path[(colon + 1)...]
         }
-        var tail = path.split(separator: "/").last ?? ""
-        if let equals = tail.lastIndex(of: "=") { tail = tail[tail.index(after: equals)...] }
-        return tail.isEmpty ? whole : String(tail)
+        var end = path.endIndex
+        while end > path.startIndex, path[end - 1] == 0x2F { end -= 1 }
+        var begin = end
+        while begin > path.startIndex, path[begin - 1] != 0x2F { begin -= 1 }
+        var tail = path[begin..<end]
+        if let equals = tail.lastIndex(of: 0x3D) { tail = tail[(equals + 1)...] }
+        return String(decoding: tail.isEmpty ? whole[...] : tail, as: UTF8.self)
+    }
+
+    private static func isIDKey(_ key: ArraySlice<UInt8>) -> Bool {
+        func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c + 0x20 : c }
+        return key.lazy.map(lower).elementsEqual("eventid".utf8) || key.lazy.map(lower).elementsEqual("evid".utf8)
     }
 
     /// The item this event makes, or why it is skipped.
@@ -97,8 +148,7 @@ struct QuakeMLEvent {
     ///   is ignored.
     /// - Place: the description of type `region name`, else `Flinn-Engdahl region`, else
     ///   `earthquake name`.
-    func item(source: String, depthInKilometres: Bool) -> Result<SourceItem, SourceProblem> {
-        let id = Self.agencyID(publicID: publicID, catalogSource: catalogSource, catalogID: catalogID)
+    func item(source: String, id: String?, depthInKilometres: Bool) -> Result<SourceItem, SourceProblem> {
         func problem(_ kind: SourceProblem.Kind, _ message: String, _ path: String?) -> SourceProblem {
             SourceProblem(kind, message, source: source, id: id, line: line, path: path)
         }
@@ -106,10 +156,12 @@ struct QuakeMLEvent {
         let origin = origins.first { $0.publicID != nil && $0.publicID == preferredOriginID } ?? origins.first
         let magnitude =
             magnitudes.first { $0.publicID != nil && $0.publicID == preferredMagnitudeID } ?? magnitudes.first
-        let updated = [creationInfo, origin?.creationInfo, magnitude?.creationInfo]
-            .compactMap { $0.flatMap { ($0.modificationTime ?? $0.time).flatMap(SourceTime.milliseconds) } }
-            .max()
-        var eventType = type.map { $0.replacingOccurrences(of: "_", with: " ") }
+        func instant(_ info: CreationInfo?) -> Int64? {
+            (info?.modificationTime ?? info?.time).flatMap { SourceTime.milliseconds($0) }
+        }
+        let updated = [instant(creationInfo), instant(origin?.creationInfo), instant(magnitude?.creationInfo)]
+            .reduce(nil) { (latest: Int64?, next: Int64?) in next.map { max($0, latest ?? $0) } ?? latest }
+        var eventType = type.map { $0.utf8.contains(0x5F) ? String($0.map { $0 == "_" ? " " : $0 }) : $0 }
         if eventType == "null" || eventType == "" { eventType = nil }
         if eventType == "not existing" || eventType == "deleted" {
             return .success(.retraction(source: source, id: id, updated: updated))

@@ -1,22 +1,19 @@
+import CLibXML2
 import Foundation
 import QuakeModel
-
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// Reads a QuakeML document (1.2, and the 1.0/1.0.1 that EMSC's and GeoNet's older services
 /// send) as it arrives in chunks, and produces one ``SourceItem`` per `<event>`, in order.
 ///
-/// A real XML parser reads it: FoundationXML's `XMLParser` (libxml2's push parser underneath),
-/// running on a thread of the reader's own and pulling the chunks through an `InputStream` that
-/// blocks until ``consume(_:_:)`` hands it the next piece. `consume` waits until the parser has
-/// taken the whole chunk, then calls `body` with the events completed meanwhile, on the
-/// caller's thread. Memory stays flat whatever the document's size: chunks go over in pieces
-/// of at most ``pieceBytes``, only the current event is kept, and element texts are cut at
-/// 4096 bytes. `consume` blocks its thread while the parser works, as a synchronous parser
-/// would; the parser thread starts with the first non-blank byte, so an empty answer starts
-/// none.
+/// A real XML parser reads it: libxml2's SAX2 push parser, driven directly on the caller's
+/// thread (`xmlParseChunk` in ``consume(_:_:)``, callbacks on UTF-8 bytes, names matched as
+/// bytes, strings made only for the values kept: see `QuakeMLHandler`). Network access and
+/// entity substitution are off: a document's own entities are undeclared references, so an
+/// entity-expansion bomb is an error, never expanded. `consume` parses the chunk in pieces of at
+/// most ``pieceBytes`` and calls `body` with the events each piece completed. Memory stays flat
+/// whatever the document's size: only the current event is kept, and element texts are cut at
+/// 4096 bytes. The parser context is made with the first non-blank byte (an empty answer makes
+/// none) and freed with the reader.
 ///
 /// What each event gives (the full rules are on `QuakeMLEvent.item` and `QuakeMLEvent.agencyID`):
 /// - id: ComCat's `catalog:eventsource` + `catalog:eventid` when present (`us7000abcd`); else
@@ -33,9 +30,8 @@ import FoundationXML
 ///   `creationTime`) of those three;
 /// - event type `not existing` or `deleted`: a ``SourceItem/retraction(source:id:updated:)``.
 ///
-/// Threads: `consume` and `finish` block the calling thread while the parser thread works on
-/// the chunk, as a synchronous parser would use it; they wait only for that thread, never for
-/// Swift's cooperative pool, so calling them from a task is safe (as with `FeedParser`).
+/// Threads: none of its own. `consume` and `finish` parse on the calling thread and return when
+/// the chunk is parsed, as `FeedParser` does; calling them from a task is safe.
 ///
 /// When `body` throws, its error propagates and the reader stays usable: the next call first
 /// delivers the items not yet delivered and parses the rest of that chunk.
@@ -47,9 +43,10 @@ import FoundationXML
 /// keeps the first ``SourceProblem/keptLimit``. An empty or all-blank answer (an FDSN service's
 /// HTTP 204, "no events") yields no items and no error.
 ///
-/// Not for concurrent use: one task feeds it. Dropping it unfinished ends its thread.
+/// Not for concurrent use (not `Sendable`): one task feeds it. Dropping it unfinished frees its
+/// libxml2 context.
 public final class QuakeMLReader {
-    /// The largest piece the parser thread is handed at once.
+    /// The largest piece handed to libxml2 at once (and so the most a piece's items queue up).
     public static let pieceBytes = 64 * 1024
 
     public let source: String
@@ -59,9 +56,10 @@ public final class QuakeMLReader {
     /// Bytes consumed so far.
     public private(set) var bytesConsumed = 0
 
-    /// Held by the parser thread while it runs, and by nothing else once the reader is gone (a
-    /// test watches it through a weak reference to see the thread end).
-    let channel = QuakeMLChannel()
+    /// The callbacks' state; libxml2 holds it unretained as the context's user data.
+    private let handler: QuakeMLHandler
+    /// libxml2's push parser context, made with the first non-blank byte; freed in deinit.
+    private var context: xmlParserCtxtPtr?
     private var started = false
     private var finished = false
     private var head: [UInt8] = []
@@ -74,10 +72,11 @@ public final class QuakeMLReader {
 
     public init(source: String) {
         self.source = source
+        self.handler = QuakeMLHandler(source: source)
     }
 
     deinit {
-        if started && !finished { channel.cancel() }
+        if let context { xmlFreeParserCtxt(context) }
     }
 
     /// Parses `chunk`; calls `body` for each event completed by it. Throws ``SourceError``, or
@@ -108,10 +107,11 @@ public final class QuakeMLReader {
     /// throws, what is left of `rest` waits in `leftover` for the next call.
     private func feed(_ rest: inout ArraySlice<UInt8>, _ body: (SourceItem) throws -> Void) throws {
         while !rest.isEmpty {
-            let piece = Array(rest.prefix(Self.pieceBytes))
-            rest = rest.dropFirst(piece.count)
+            let n = min(rest.count, Self.pieceBytes)
+            parse(rest.prefix(n), terminate: false)
+            rest = rest.dropFirst(n)
             do {
-                try deliver(channel.push(piece), body)
+                try deliver(body)
             } catch let error where !(error is SourceError) {
                 leftover = rest
                 throw error
@@ -136,11 +136,13 @@ public final class QuakeMLReader {
             try pushHead(body)
         }
         finished = true
-        try deliver(channel.close(), body)
+        parse([], terminate: true)
+        handler.finishDocument()
+        try deliver(body)
     }
 
-    /// Starts the parser thread once the head says the answer is not blank and not HTML, and
-    /// feeds it the head; false while it cannot tell yet (or, complete, when it is blank).
+    /// Makes the parser once the head says the answer is not blank and not HTML, and feeds it
+    /// the head; false while it cannot tell yet (or, complete, when it is blank).
     private func start(complete: Bool) throws -> Bool {
         let blank = head.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
         if blank && (complete || head.count < Self.headBytes) { return false }
@@ -155,36 +157,50 @@ public final class QuakeMLReader {
         case false?: break
         }
         started = true
-        let channel = self.channel
-        let source = self.source
-        let thread = Thread {
-            let handler = QuakeMLHandler(source: source, channel: channel)
-            let parser = XMLParser(stream: QuakeMLInputStream(channel: channel))
-            parser.shouldProcessNamespaces = true
-            parser.shouldResolveExternalEntities = false
-            parser.delegate = handler
-            let parsed = parser.parse()
-            handler.finish(parser)
-            if !parsed && !handler.failed {
-                let message = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "unknown error"
-                channel.fail(
-                    SourceError(
-                        .malformedXML, "not well-formed XML (\(message)): the answer is not QuakeML or was cut short",
-                        source: source, line: parser.lineNumber, column: parser.columnNumber))
-            }
-            withExtendedLifetime(handler) {}
-            channel.parserDone()
+        _ = Self.libxml2Initialized
+        var sax = xmlSAXHandler()
+        sax.initialized = XML_SAX2_MAGIC
+        sax.startElementNs = quakeMLStartElement
+        sax.endElementNs = quakeMLEndElement
+        sax.characters = quakeMLCharacters
+        sax.cdataBlock = quakeMLCharacters
+        sax.serror = quakeMLError
+        let userData = Unmanaged.passUnretained(handler).toOpaque()
+        guard let context = xmlCreatePushParserCtxt(&sax, userData, nil, 0, nil) else {
+            let error = SourceError(.malformedXML, "libxml2 could not make a parser (out of memory)", source: source)
+            failure = error
+            throw error
         }
-        thread.stackSize = 4 << 20
-        thread.name = "quakeml-reader"
-        thread.start()
+        // No network, no entity substitution, no DTD loading, libxml2's default size limits
+        // (no XML_PARSE_HUGE); warnings and errors come to the structured handler only.
+        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
+        self.context = context
+        handler.context = context
         return true
     }
+
+    /// xmlInitParser, once per process (it is not safe to race).
+    private static let libxml2Initialized: Bool = {
+        xmlInitParser()
+        return true
+    }()
 
     private func pushHead(_ body: (SourceItem) throws -> Void) throws {
         let first = head
         head = []
-        try deliver(channel.push(first), body)
+        parse(first[...], terminate: false)
+        try deliver(body)
+    }
+
+    private func parse(_ piece: ArraySlice<UInt8>, terminate: Bool) {
+        guard let context, handler.failure == nil else { return }
+        piece.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                _ = xmlParseChunk(context, chars.baseAddress, Int32(chars.count), terminate ? 1 : 0)
+            }
+        }
+        // Stopped here, outside libxml2's own frames, once a callback has recorded a failure.
+        if handler.failure != nil { xmlStopParser(context) }
     }
 
     /// Calls `body` with the items a throwing `body` left undelivered.
@@ -198,21 +214,57 @@ public final class QuakeMLReader {
         queuedIndex = 0
     }
 
-    private func deliver(
-        _ result: (items: [SourceItem], problems: [SourceProblem], failure: SourceError?),
-        _ body: (SourceItem) throws -> Void
-    ) throws {
-        skippedCount += result.problems.count
-        problems += result.problems.prefix(max(0, SourceProblem.keptLimit - problems.count))
-        if let error = result.failure {
+    /// Takes what the last piece made: counts its problems, throws its failure, delivers its items.
+    private func deliver(_ body: (SourceItem) throws -> Void) throws {
+        let newProblems = handler.newProblems
+        if !newProblems.isEmpty {
+            handler.newProblems.removeAll()
+            skippedCount += newProblems.count
+            problems += newProblems.prefix(max(0, SourceProblem.keptLimit - problems.count))
+        }
+        if let error = handler.failure {
             failure = error
-            if !finished {
-                finished = true
-                channel.cancel()
-            }
+            finished = true
+            handler.items.removeAll()
             throw error
         }
-        queued += result.items
+        if queued.isEmpty {
+            swap(&queued, &handler.items)
+        } else {
+            queued += handler.items
+            handler.items.removeAll(keepingCapacity: true)
+        }
         try flush(body)
     }
+}
+
+// libxml2's SAX2 callbacks: C function pointers, so free functions that find the handler in
+// `ctx` (the context's user data). None of them can throw.
+
+private func quakeMLStartElement(
+    _ ctx: UnsafeMutableRawPointer?, _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?,
+    _ uri: UnsafePointer<xmlChar>?, _ namespaceCount: Int32, _ namespaces: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?,
+    _ attributeCount: Int32, _ defaultedCount: Int32, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+) {
+    guard let ctx, let localname else { return }
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue()
+        .startElement(localname, prefix, uri, Int(attributeCount), attributes)
+}
+
+private func quakeMLEndElement(
+    _ ctx: UnsafeMutableRawPointer?, _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?,
+    _ uri: UnsafePointer<xmlChar>?
+) {
+    guard let ctx else { return }
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().endElement()
+}
+
+private func quakeMLCharacters(_ ctx: UnsafeMutableRawPointer?, _ bytes: UnsafePointer<xmlChar>?, _ count: Int32) {
+    guard let ctx, let bytes, count > 0 else { return }
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().characters(bytes, Int(count))
+}
+
+private func quakeMLError(_ ctx: UnsafeMutableRawPointer?, _ error: xmlErrorPtr?) {
+    guard let ctx, let error else { return }
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().error(error)
 }

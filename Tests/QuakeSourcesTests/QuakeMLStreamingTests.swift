@@ -107,14 +107,14 @@ struct GeneratedQuakeML {
     }
 }
 
-private func residentBytes() -> Int {
+func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
 /// Whether a sanitizer runtime is linked in (scripts/test-asan, scripts/test-tsan).
-private let underSanitizer: Bool = {
+let underSanitizer: Bool = {
     guard let process = dlopen(nil, RTLD_NOW) else { return false }
     return dlsym(process, "__asan_init") != nil || dlsym(process, "__tsan_init") != nil
 }()
