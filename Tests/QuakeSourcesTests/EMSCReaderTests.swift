@@ -219,6 +219,26 @@ private func ws(
         }
     }
 
+    /// Each message's `data`, as the one feature of an FDSN answer, gives the message's item.
+    @Test func messagesAndFDSNAnswersAgree() throws {
+        for name in [
+            "mightymatth__earthquake-tools__emsc_ws_test.json", "mightymatth__earthquake-tools__response.json",
+            "h00s__goseismic__README.json",
+        ] {
+            let bytes = try fixture(name)
+            let item = try #require(message(bytes).item, "\(name)")
+            let text = String(decoding: bytes, as: UTF8.self)
+            let data = try #require(text.range(of: "\"data\"")).upperBound
+            let colon = try #require(text[data...].firstIndex(of: ":"))
+            let close = try #require(text.lastIndex(of: "}"))
+            let feature = text[text.index(after: colon)..<close]
+            let answer = #"{"type":"FeatureCollection","metadata":{"totalCount":1},"features":["# + feature + "]}"
+            let parsed = parseEMSCGeoJSON(Array(answer.utf8), chunk: 17)
+            #expect(parsed.error == nil, "\(name)")
+            #expect(parsed.items == [item], "\(name)")
+        }
+    }
+
     @Test func fdsnGeoJSONErrors() throws {
         let html = parseEMSCGeoJSON(Array("\n<!DOCTYPE html><html><body>503</body></html>".utf8), chunk: 3)
         #expect(html.error?.kind == .htmlPage)
