@@ -474,12 +474,12 @@ final class EvolvingFeed: @unchecked Sendable {
     /// Oldest first.
     private var events: [Event] = []
     private var next = 0
-    private var rng: UInt64
+    private var rng: SeededRandom
     private var version = 0
     private var body: [UInt8] = []
 
     init(events count: Int, seed: UInt64) {
-        rng = seed
+        rng = SeededRandom(seed: seed)
         let now = QuakeTime.now()
         let month: Int64 = 30 * 86_400_000
         for index in 0..<count {
@@ -574,14 +574,7 @@ final class EvolvingFeed: @unchecked Sendable {
         return SoakFeature.json(values)
     }
 
-    /// SplitMix64.
-    private func random() -> UInt64 {
-        rng &+= 0x9E37_79B9_7F4A_7C15
-        var z = rng
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private func random() -> UInt64 { rng.next() }
 }
 
 /// Set once, read from any thread.

@@ -3,28 +3,6 @@ import QuakeAssociation
 import QuakeModel
 import Testing
 
-/// A seeded generator (SplitMix64, as QuakeModelCheck's `SeededRandom`): the same seed gives the
-/// same schedules on every machine.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// The seed of case `index` of a run seeded with `seed`: each case can be run on its own.
-    static func caseSeed(_ seed: UInt64, _ index: Int) -> UInt64 {
-        var random = SplitMix(seed: seed ^ (UInt64(index) &* 0xD6E8_FEB8_6659_FD93))
-        return random.next()
-    }
-}
-
 /// One random schedule: a configuration and the items fed to the associator one by one.
 struct Schedule: CustomStringConvertible {
     var configuration: AssociationConfiguration
@@ -84,7 +62,7 @@ struct AssociationScheduleTests {
 
     /// A schedule; a `large` one has 12 to 25 quakes over ten minutes and 500 km instead of 2 to 7
     /// over two and a half minutes and 300 km.
-    static func generate(_ random: inout SplitMix, large: Bool = false) -> Schedule {
+    static func generate(_ random: inout SeededRandom, large: Bool = false) -> Schedule {
         let agencies = Array(agencies.shuffled(using: &random).prefix(Int.random(in: 2...4, using: &random)))
         var configuration = AssociationConfiguration(
             sourceOrder: Array(agencies.shuffled(using: &random).prefix(Int.random(in: 0...agencies.count, using: &random))))
@@ -102,7 +80,7 @@ struct AssociationScheduleTests {
             counter += 1
             return "\(agency)\(counter)"
         }
-        func offset(_ latitude: Double, _ longitude: Double, km: Double, random: inout SplitMix) -> (Double, Double) {
+        func offset(_ latitude: Double, _ longitude: Double, km: Double, random: inout SeededRandom) -> (Double, Double) {
             let bearing = Double.random(in: 0..<(2 * .pi), using: &random)
             let distance = Double.random(in: 0...km, using: &random)
             let dLat = distance * cos(bearing) / 111.195
@@ -111,7 +89,7 @@ struct AssociationScheduleTests {
         }
         func makeReport(
             _ agency: String, _ id: String, time: Double, _ latitude: Double, _ longitude: Double, magnitude: Double,
-            random: inout SplitMix
+            random: inout SeededRandom
         ) -> SourceReport {
             let reviewed = Int.random(in: 0..<5, using: &random) == 0
             return SourceReport(
@@ -327,7 +305,7 @@ struct AssociationScheduleTests {
         var model: [ReportKey: SourceReport] = [:]
         var tombstones: [ReportKey: Int64] = [:]
         var mirror: [String: Event] = [:]
-        var shuffler = SplitMix(seed: UInt64(schedule.steps.count))
+        var shuffler = SeededRandom(seed: UInt64(schedule.steps.count))
         // From a third of the way on, a twin restored from a snapshot plays along.
         let twinStart = schedule.steps.count / 3
         var twin: Associator?
@@ -599,7 +577,7 @@ struct AssociationScheduleTests {
         func fail(_ message: String) -> ScheduleFailure {
             ScheduleFailure(step: step, message: "restoring a scrambled snapshot: \(message)")
         }
-        var random = SplitMix(seed: UInt64(step) &* 7919 &+ UInt64(snapshot.reports.count))
+        var random = SeededRandom(seed: UInt64(step) &* 7919 &+ UInt64(snapshot.reports.count))
         let keys = snapshot.reports.map(ReportKey.init).shuffled(using: &random)
         let count = Int.random(in: 1...(keys.count + 1), using: &random)
         var groups = [[ReportKey]](repeating: [], count: count)
@@ -705,7 +683,7 @@ struct AssociationScheduleTests {
         let first = environment["QUAKED_ASSOCIATION_FIRST"].flatMap { Int($0) } ?? 0
         var stats = ScheduleStats()
         for index in first..<(first + cases) {
-            var random = SplitMix(seed: SplitMix.caseSeed(seed, index))
+            var random = SeededRandom(seed: SeededRandom.caseSeed(seed, index))
             // Every fifteenth case is large: many quakes, so components of many reports.
             let schedule = Self.generate(&random, large: index % 15 == 14)
             do {

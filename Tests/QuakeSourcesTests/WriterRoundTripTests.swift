@@ -9,7 +9,7 @@ import Testing
     /// Varied reports: every evaluation mode and status, missing values, places with markup, depths
     /// with up to three decimals, old and recent times.
     static func reports(count: Int = 300, source: String = "rt") -> [SourceReport] {
-        var generator = SplitMix(seed: 20_251_122)
+        var generator = SeededRandom(seed: 20_251_122)
         let places = [
             "CENTRAL ITALY", "15 km N of Town, Japan", "Bay of \"Plenty\" & <Coast> 'NZ'", "Zürich – Ünïcödé 🌋",
             nil,
@@ -100,18 +100,6 @@ import Testing
     }
 }
 
-/// A seeded generator, so a failure names the same reports every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 extension WriterRoundTripTests {
     /// Hostile text: what the reader gets is what the writer means to say (forbidden characters as

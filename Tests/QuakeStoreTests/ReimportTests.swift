@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import QuakeFeed
+import QuakeModel
 import QuakeTestSupport
 import Testing
 
@@ -352,7 +353,7 @@ struct ChunkBoundaryTests {
         async throws -> ImportReport
     {
         try await store.importFeed(source: "test://chunks", now: now) { sink in
-            var rng = SplitMix64(seed: seed)
+            var rng = SeededRandom(seed: seed)
             var offset = 0
             while offset < bytes.count {
                 let end = min(bytes.count, offset + 1 + Int(rng.next() % UInt64(maxChunk)))
@@ -429,15 +430,3 @@ struct ChunkBoundaryTests {
     }
 }
 
-/// A small seeded generator (SplitMix64), so a failing chunking can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
