@@ -259,10 +259,15 @@ final class QuakeMLHandler {
     }
 
     /// libxml2's structured error callback. Its warnings (codes of `xmlerror.h`) and namespace
-    /// errors (200 and up) leave the document readable; every other error rejects it.
+    /// errors (200 and up, but for I/O and encoding errors) leave the document readable; every
+    /// other error rejects it.
     func error(_ error: UnsafePointer<xmlError>) {
         let code = Int(error.pointee.code)
-        if error.pointee.level == XML_ERR_WARNING || Self.harmless.contains(code) || code >= 200 { return }
+        let domain = UInt32(bitPattern: error.pointee.domain)
+        let inputError = domain == XML_FROM_IO.rawValue || domain == XML_FROM_I18N.rawValue
+        if error.pointee.level == XML_ERR_WARNING || Self.harmless.contains(code) || (code >= 200 && !inputError) {
+            return
+        }
         var detail = error.pointee.message.map { String(cString: $0) } ?? ""
         detail = String(
             detail.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).joined(separator: "; ")

@@ -194,10 +194,25 @@ public final class QuakeMLReader {
 
     private func parse(_ piece: ArraySlice<UInt8>, terminate: Bool) {
         guard let context, handler.failure == nil else { return }
+        // The errors libxml2 raises without the parser context (an encoding's conversion
+        // failing, "input conversion failed due to input error") go to the thread's structured
+        // handler: ours while it parses (libxml2's, on stderr, otherwise), then the caller's again.
+        let savedHandler = __xmlStructuredError().pointee
+        let savedContext = __xmlStructuredErrorContext().pointee
+        xmlSetStructuredErrorFunc(Unmanaged.passUnretained(handler).toOpaque(), quakeMLError)
+        defer { xmlSetStructuredErrorFunc(savedContext, savedHandler) }
         piece.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
                 _ = xmlParseChunk(context, chars.baseAddress, Int32(chars.count), terminate ? 1 : 0)
             }
+        }
+        if handler.failure == nil && !terminate && context.pointee.instate == XML_PARSER_EOF {
+            // Halted without a word through the handlers (libxml2 does so when it cannot push
+            // the bytes into its input buffer).
+            handler.fail(
+                .malformedXML,
+                "not well-formed XML (libxml2 stopped reading, error \(context.pointee.errNo)): the answer is not "
+                    + "QuakeML or was cut short")
         }
         // Stopped here, outside libxml2's own frames, once a callback has recorded a failure.
         if handler.failure != nil { xmlStopParser(context) }

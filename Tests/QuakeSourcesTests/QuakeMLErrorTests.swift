@@ -52,6 +52,18 @@ import Testing
         #expect(parse("{\"type\": \"FeatureCollection\"}").error?.kind == .malformedXML)
     }
 
+    /// Bytes that are not in the declared encoding: libxml2 raises it without its parser
+    /// context (to the thread's handler, the reader's while it parses), an error like any other.
+    @Test func bytesNotInTheDeclaredEncoding() throws {
+        let doc = Array("<?xml version=\"1.0\" encoding=\"US-ASCII\"?>\n<quakeml xmlns=\"http://quakeml.org/xmlns/quakeml/1.2\"><eventParameters><event publicID=\"smi:x/".utf8)
+            + [0xE9] + Array("\"/></eventParameters></quakeml>".utf8)
+        for chunk in [1, 7, 4096] {
+            let error = try #require(parseQuakeML(doc, chunk: chunk).error, "in chunks of \(chunk)")
+            #expect(error.kind == .malformedXML)
+            #expect(error.message.contains("libxml2"), "\(error.message)")
+        }
+    }
+
     @Test func htmlPagesAreRecognized() throws {
         for page in [
             "<!DOCTYPE html>\n<html><head><title>503</title></head></html>", "\n  <HTML><BODY>Error</BODY></HTML>",

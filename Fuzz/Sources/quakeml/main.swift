@@ -1,29 +1,18 @@
-// Fuzzes QuakeSources' QuakeMLReader (XMLParser on its own thread over a blocking chunk stream)
+// Fuzzes QuakeSources' QuakeMLReader (libxml2's SAX2 push parser, driven on the caller's thread)
 // with arbitrary bytes. It must never crash, hang or leak, and:
 // - the document in one chunk and cut into chunks at places derived from the input give the
 //   same verdict: the same items, the same skipped events and problems, the same error kind
 //   (items before an error may come in other calls, so they are compared only without one);
 // - every report's coordinates are in range and finite, its depth and magnitude finite, its
 //   id non-empty; every retraction's id is non-empty;
-// - a reader dropped before `finish` ends its thread (LeakSanitizer sees the rest).
+// - a reader dropped before `finish` frees its libxml2 parser context (LeakSanitizer sees it).
 //
-// The reader's sources are compiled into this target through symlinks to
-// ../../../Sources/QuakeSources (the root package has no QuakeSources product yet), so they are
-// instrumented for coverage with the target.
+// The reader comes from the root package's QuakeSources product, instrumented for coverage
+// under QUAKED_FUZZ (see the end of ../../../Package.swift).
 
 import FuzzSupport
 import QuakeModel
 import QuakeSources
-
-// swift-corelibs-foundation leaks the CFStrings of every XMLParser error it bridges
-// (_structuredErrorFunc → _CFErrorCreateFromXMLInterface, about 72 bytes per libxml2 error):
-// Foundation's leak, not the reader's, which cannot avoid the bridging. LeakSanitizer reads this
-// hook at startup; the rest of the process is still checked.
-let lsanSuppressions: StaticString = "leak:_CFErrorCreateFromXMLInterface\n"
-@_cdecl("__lsan_default_suppressions")
-func lsanDefaultSuppressions() -> UnsafePointer<CChar> {
-    UnsafeRawPointer(lsanSuppressions.utf8Start).assumingMemoryBound(to: CChar.self)
-}
 
 struct Outcome: Equatable {
     var items: [SourceItem] = []
@@ -80,7 +69,7 @@ func fuzzQuakeML(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     if whole.error == nil {
         check(whole == chunked, "in chunks:\n\(chunked)\nwhole:\n\(whole)\ninput: \(show(input))")
     }
-    // Abandoned halfway: the reader's thread must end without `finish`.
+    // Abandoned halfway: the reader must free its parser context without `finish`.
     if choices.next() % 4 == 0 { _ = run([input.prefix(input.count / 2)], finish: false) }
     return 0
 }
