@@ -45,6 +45,22 @@ struct QuakeMLEvent {
     var dropped = false
     var line: Int?
 
+    /// Empties it for the next event, keeping the arrays' storage.
+    mutating func reset() {
+        publicID = nil
+        catalogSource = nil
+        catalogID = nil
+        type = nil
+        preferredOriginID = nil
+        preferredMagnitudeID = nil
+        creationInfo = CreationInfo()
+        descriptions.removeAll(keepingCapacity: true)
+        origins.removeAll(keepingCapacity: true)
+        magnitudes.removeAll(keepingCapacity: true)
+        dropped = false
+        line = nil
+    }
+
     /// This event's id: ``agencyID(publicID:catalogSource:catalogID:)``.
     func agencyID() -> String? {
         if let catalogID, !catalogID.isEmpty {

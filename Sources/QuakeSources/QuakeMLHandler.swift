@@ -2,13 +2,31 @@ import CLibXML2
 import Foundation
 import QuakeModel
 
+/// What libxml2 holds as ``QuakeMLReader``'s SAX2 callbacks' opaque `ctx`: an unretained
+/// `Unmanaged` reference to this final class (the reader owns both it and the parser context,
+/// and frees the context first), which owns the parse state. The state lives behind a pointer of
+/// its own so that the callbacks mutate it without the runtime's exclusivity checks on a class's
+/// stored properties (a seventh of the reader's time when it was the class's).
+final class QuakeMLHandler {
+    let state: UnsafeMutablePointer<QuakeMLParseState>
+
+    init(source: String) {
+        state = .allocate(capacity: 1)
+        state.initialize(to: QuakeMLParseState(source: source))
+    }
+
+    deinit {
+        state.pointee.text.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+}
+
 /// The state behind ``QuakeMLReader``'s libxml2 SAX2 callbacks: the element path, the current
 /// `<event>`, the text of the leaf being read, and the items, problems and failure made during
-/// one `xmlParseChunk`. libxml2 hands it back as the callbacks' opaque `ctx` (an unretained
-/// `Unmanaged` reference: the reader owns both it and the parser context, and frees the context
-/// first). It runs on the thread that called `consume`; nothing in it throws, so no Swift error
-/// ever unwinds through libxml2: a failure is recorded, the callbacks do nothing more, and the
-/// reader stops the parser when `xmlParseChunk` returns.
+/// one `xmlParseChunk`. It runs on the thread that called `consume`; nothing in it throws, so no
+/// Swift error ever unwinds through libxml2: a failure is recorded, the callbacks do nothing
+/// more, and the reader stops the parser when `xmlParseChunk` returns.
 ///
 /// Names are matched as bytes: the local name against the dozen-odd element names read, the
 /// namespace URI against QuakeML's (BED 1.2, QuakeML 1.2, QuakeML 1.0, their real-time variants,
@@ -17,7 +35,7 @@ import QuakeModel
 /// amplitudes) are never read. Text is kept only inside the leaves whose values are read, cut at
 /// ``maxText`` bytes, trimmed over its bytes; a `String` is made only for a value kept. An event
 /// is an `event` child of an `eventParameters`.
-final class QuakeMLHandler {
+struct QuakeMLParseState {
     static let namespaces: [StaticString] = [
         "http://quakeml.org/xmlns/bed/1.2", "http://quakeml.org/xmlns/quakeml/1.2",
         "http://quakeml.org/xmlns/quakeml/1.0", "http://quakeml.org/xmlns/bed-rt/1.2",
@@ -68,7 +86,8 @@ final class QuakeMLHandler {
     private var keepOrigin = false
     private var keepMagnitude = false
     /// The text of the current leaf: at most `maxText` bytes.
-    private let text = UnsafeMutablePointer<UInt8>.allocate(capacity: QuakeMLHandler.maxText)
+    /// Freed by ``QuakeMLHandler``.
+    let text = UnsafeMutablePointer<UInt8>.allocate(capacity: QuakeMLParseState.maxText)
     private var textCount = 0
     /// The last namespace URI checked, and whether it is QuakeML's (libxml2 interns them).
     private var lastURI: UnsafePointer<UInt8>?
@@ -78,23 +97,21 @@ final class QuakeMLHandler {
     var items: [SourceItem] = []
     var newProblems: [SourceProblem] = []
     private(set) var failure: SourceError?
+    /// Whether `failure` is set (checked by every callback: cheaper than the optional).
+    private(set) var failed = false
 
     init(source: String) {
         self.source = source
     }
 
-    deinit {
-        text.deallocate()
-    }
-
     // MARK: the callbacks' work
 
-    func startElement(
+    mutating func startElement(
         _ localname: UnsafePointer<UInt8>, _ prefix: UnsafePointer<UInt8>?, _ uri: UnsafePointer<UInt8>?,
         _ attributeCount: Int,
         _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?
     ) {
-        if failure != nil { return }
+        if failed { return }
         if foreignDepth > 0 {
             foreignDepth += 1
             return
@@ -121,9 +138,9 @@ final class QuakeMLHandler {
         guard let start = eventStart else {
             if name == .event, stack.last?.name == .eventParameters {
                 eventStart = stack.count
-                event = QuakeMLEvent()
+                event.reset()
                 var publicID: [UInt8]?
-                forEachAttribute(attributeCount, attributes) { name, prefixed, value in
+                Self.forEachAttribute(attributeCount, attributes) { name, prefixed, value in
                     if !prefixed && Self.equals(name, "publicID") { publicID = decodeAmpersands(value) }
                     if prefixed && Self.equals(name, "eventsource") { event.catalogSource = attributeString(value) }
                     if prefixed && Self.equals(name, "eventid") { event.catalogID = attributeString(value) }
@@ -134,7 +151,7 @@ final class QuakeMLHandler {
                     if publicID.starts(with: Self.geonetPrefix) { geonet = true }
                 }
             } else if name == .eventParameters {
-                forEachAttribute(attributeCount, attributes) { name, prefixed, value in
+                Self.forEachAttribute(attributeCount, attributes) { name, prefixed, value in
                     if !prefixed && Self.equals(name, "publicID") && value.starts(with: Self.geonetPrefix) {
                         geonet = true
                     }
@@ -150,14 +167,14 @@ final class QuakeMLHandler {
             case .origin:
                 keepOrigin = event.origins.count < QuakeMLEvent.maxKept
                 if keepOrigin {
-                    event.origins.append(.init(publicID: publicIDAttribute(attributeCount, attributes)))
+                    event.origins.append(.init(publicID: Self.publicIDAttribute(attributeCount, attributes)))
                 } else {
                     event.dropped = true
                 }
             case .magnitude:
                 keepMagnitude = event.magnitudes.count < QuakeMLEvent.maxKept
                 if keepMagnitude {
-                    event.magnitudes.append(.init(publicID: publicIDAttribute(attributeCount, attributes)))
+                    event.magnitudes.append(.init(publicID: Self.publicIDAttribute(attributeCount, attributes)))
                 } else {
                     event.dropped = true
                 }
@@ -205,16 +222,16 @@ final class QuakeMLHandler {
         stack.append(Entry(name: name, target: target, localname: localname))
     }
 
-    func characters(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
-        guard failure == nil, foreignDepth == 0, let top = stack.last, top.target != .none else { return }
+    mutating func characters(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
+        guard !failed, foreignDepth == 0, let top = stack.last, top.target != .none else { return }
         let n = min(count, Self.maxText - textCount)
         guard n > 0 else { return }
         (text + textCount).update(from: bytes, count: n)
         textCount += n
     }
 
-    func endElement() {
-        if failure != nil { return }
+    mutating func endElement() {
+        if failed { return }
         if foreignDepth > 0 {
             foreignDepth -= 1
             return
@@ -261,7 +278,7 @@ final class QuakeMLHandler {
     /// libxml2's structured error callback. Its warnings (codes of `xmlerror.h`) and namespace
     /// errors (200 and up, but for I/O and encoding errors) leave the document readable; every
     /// other error rejects it.
-    func error(_ error: UnsafePointer<xmlError>) {
+    mutating func error(_ error: UnsafePointer<xmlError>) {
         let code = Int(error.pointee.code)
         let domain = UInt32(bitPattern: error.pointee.domain)
         let inputError = domain == XML_FROM_IO.rawValue || domain == XML_FROM_I18N.rawValue
@@ -286,7 +303,7 @@ final class QuakeMLHandler {
     }
 
     /// At the end of the document: one without a root, or cut inside it, that libxml2 let through.
-    func finishDocument() {
+    mutating func finishDocument() {
         if failure != nil { return }
         if !rootSeen {
             fail(.malformedXML, "no root element: the answer is not XML")
@@ -297,15 +314,16 @@ final class QuakeMLHandler {
     }
 
     /// Records the first failure; the callbacks do nothing after it.
-    func fail(_ kind: SourceError.Kind, _ message: String) {
-        guard failure == nil else { return }
+    mutating func fail(_ kind: SourceError.Kind, _ message: String) {
+        guard !failed else { return }
+        failed = true
         let path = stack.isEmpty ? nil : stack.map { String(cString: $0.localname) }.joined(separator: "/")
         failure = SourceError(kind, message, source: source, line: line(), column: column(), path: path)
     }
 
     // MARK: helpers
 
-    private func finishEvent() {
+    mutating private func finishEvent() {
         let id = event.agencyID()
         if event.dropped {
             newProblems.append(
@@ -318,7 +336,7 @@ final class QuakeMLHandler {
             case .failure(let problem): newProblems.append(problem)
             }
         }
-        event = QuakeMLEvent()
+        event.reset()
     }
 
     /// The current leaf's text, trimmed: ASCII whitespace over the bytes; when a non-ASCII
@@ -350,7 +368,7 @@ final class QuakeMLHandler {
         (prefix.map { String(cString: $0) + ":" } ?? "") + String(cString: localname)
     }
 
-    private func allowed(_ uri: UnsafePointer<UInt8>?) -> Bool {
+    mutating private func allowed(_ uri: UnsafePointer<UInt8>?) -> Bool {
         guard let uri else { return true }
         if uri == lastURI { return lastURIAllowed }
         lastURI = uri
@@ -358,7 +376,7 @@ final class QuakeMLHandler {
         return lastURIAllowed
     }
 
-    private func forEachAttribute(
+    private static func forEachAttribute(
         _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
         _ body: (_ name: UnsafePointer<UInt8>, _ prefixed: Bool, _ value: UnsafeBufferPointer<UInt8>) -> Void
     ) {
@@ -371,9 +389,9 @@ final class QuakeMLHandler {
         }
     }
 
-    private func publicIDAttribute(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) -> String? {
+    private static func publicIDAttribute(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) -> String? {
         var publicID: String?
-        forEachAttribute(count, attributes) { name, prefixed, value in
+        Self.forEachAttribute(count, attributes) { name, prefixed, value in
             if !prefixed && Self.equals(name, "publicID") { publicID = attributeString(value) }
         }
         return publicID

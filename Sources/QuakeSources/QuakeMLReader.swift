@@ -137,7 +137,7 @@ public final class QuakeMLReader {
         }
         finished = true
         parse([], terminate: true)
-        handler.finishDocument()
+        handler.state.pointee.finishDocument()
         try deliver(body)
     }
 
@@ -175,7 +175,7 @@ public final class QuakeMLReader {
         // (no XML_PARSE_HUGE); warnings and errors come to the structured handler only.
         xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
         self.context = context
-        handler.context = context
+        handler.state.pointee.context = context
         return true
     }
 
@@ -193,7 +193,7 @@ public final class QuakeMLReader {
     }
 
     private func parse(_ piece: ArraySlice<UInt8>, terminate: Bool) {
-        guard let context, handler.failure == nil else { return }
+        guard let context, handler.state.pointee.failure == nil else { return }
         // The errors libxml2 raises without the parser context (an encoding's conversion
         // failing, "input conversion failed due to input error") go to the thread's structured
         // handler: ours while it parses (libxml2's, on stderr, otherwise), then the caller's again.
@@ -206,16 +206,16 @@ public final class QuakeMLReader {
                 _ = xmlParseChunk(context, chars.baseAddress, Int32(chars.count), terminate ? 1 : 0)
             }
         }
-        if handler.failure == nil && !terminate && context.pointee.instate == XML_PARSER_EOF {
+        if handler.state.pointee.failure == nil && !terminate && context.pointee.instate == XML_PARSER_EOF {
             // Halted without a word through the handlers (libxml2 does so when it cannot push
             // the bytes into its input buffer).
-            handler.fail(
+            handler.state.pointee.fail(
                 .malformedXML,
                 "not well-formed XML (libxml2 stopped reading, error \(context.pointee.errNo)): the answer is not "
                     + "QuakeML or was cut short")
         }
         // Stopped here, outside libxml2's own frames, once a callback has recorded a failure.
-        if handler.failure != nil { xmlStopParser(context) }
+        if handler.state.pointee.failure != nil { xmlStopParser(context) }
     }
 
     /// Calls `body` with the items a throwing `body` left undelivered.
@@ -231,23 +231,23 @@ public final class QuakeMLReader {
 
     /// Takes what the last piece made: counts its problems, throws its failure, delivers its items.
     private func deliver(_ body: (SourceItem) throws -> Void) throws {
-        let newProblems = handler.newProblems
+        let newProblems = handler.state.pointee.newProblems
         if !newProblems.isEmpty {
-            handler.newProblems.removeAll()
+            handler.state.pointee.newProblems.removeAll()
             skippedCount += newProblems.count
             problems += newProblems.prefix(max(0, SourceProblem.keptLimit - problems.count))
         }
-        if let error = handler.failure {
+        if let error = handler.state.pointee.failure {
             failure = error
             finished = true
-            handler.items.removeAll()
+            handler.state.pointee.items.removeAll()
             throw error
         }
         if queued.isEmpty {
-            swap(&queued, &handler.items)
+            swap(&queued, &handler.state.pointee.items)
         } else {
-            queued += handler.items
-            handler.items.removeAll(keepingCapacity: true)
+            queued += handler.state.pointee.items
+            handler.state.pointee.items.removeAll(keepingCapacity: true)
         }
         try flush(body)
     }
@@ -262,8 +262,9 @@ private func quakeMLStartElement(
     _ attributeCount: Int32, _ defaultedCount: Int32, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
 ) {
     guard let ctx, let localname else { return }
-    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue()
-        .startElement(localname, prefix, uri, Int(attributeCount), attributes)
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx)._withUnsafeGuaranteedRef {
+        $0.state.pointee.startElement(localname, prefix, uri, Int(attributeCount), attributes)
+    }
 }
 
 private func quakeMLEndElement(
@@ -271,15 +272,15 @@ private func quakeMLEndElement(
     _ uri: UnsafePointer<xmlChar>?
 ) {
     guard let ctx else { return }
-    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().endElement()
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.state.pointee.endElement() }
 }
 
 private func quakeMLCharacters(_ ctx: UnsafeMutableRawPointer?, _ bytes: UnsafePointer<xmlChar>?, _ count: Int32) {
     guard let ctx, let bytes, count > 0 else { return }
-    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().characters(bytes, Int(count))
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.state.pointee.characters(bytes, Int(count)) }
 }
 
 private func quakeMLError(_ ctx: UnsafeMutableRawPointer?, _ error: xmlErrorPtr?) {
     guard let ctx, let error else { return }
-    Unmanaged<QuakeMLHandler>.fromOpaque(ctx).takeUnretainedValue().error(error)
+    Unmanaged<QuakeMLHandler>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.state.pointee.error(error) }
 }
