@@ -9,8 +9,12 @@ import QuakeModel
 /// thread (`xmlParseChunk` in ``consume(_:_:)``, callbacks on UTF-8 bytes, names matched as
 /// bytes, strings made only for the values kept: see `QuakeMLHandler`). Network access and
 /// entity substitution are off: a document's own entities are undeclared references, so an
-/// entity-expansion bomb is an error, never expanded. `consume` parses the chunk in pieces of at
-/// most ``pieceBytes`` and calls `body` with the events each piece completed. Memory stays flat
+/// entity-expansion bomb is an error, never expanded. libxml2 gets the document in pieces of
+/// exactly ``pieceBytes`` at the same offsets however it is chunked (the result, errors
+/// included, never depends on the chunking: libxml2 converts a non-UTF-8 encoding a whole push
+/// at a time, and so would see a bad byte sooner or later); `consume` parses each piece it
+/// completes and calls `body` with the events it completed, so an event comes out once the
+/// piece it ends in is full, or at `finish`. Memory stays flat
 /// whatever the document's size: only the current event is kept, and element texts are cut at
 /// 4096 bytes. The parser context is made with the first non-blank byte (an empty answer makes
 /// none) and freed with the reader.
@@ -63,6 +67,9 @@ public final class QuakeMLReader {
     private var started = false
     private var finished = false
     private var head: [UInt8] = []
+    /// The piece being filled: libxml2 gets the document in pieces of exactly `pieceBytes` (the
+    /// last one shorter), whatever the chunks, so that chunking never changes what it reports.
+    private var piece: [UInt8] = []
     private var failure: SourceError?
     private var queued: [SourceItem] = []
     private var queuedIndex = 0
@@ -103,13 +110,17 @@ public final class QuakeMLReader {
         try feed(&pending, body)
     }
 
-    /// Hands `rest` to the parser a piece at a time, delivering each piece's items; when `body`
-    /// throws, what is left of `rest` waits in `leftover` for the next call.
+    /// Adds `rest` to the piece being filled, handing each full piece to the parser and
+    /// delivering its items; when `body` throws, what is left of `rest` waits in `leftover` for
+    /// the next call.
     private func feed(_ rest: inout ArraySlice<UInt8>, _ body: (SourceItem) throws -> Void) throws {
         while !rest.isEmpty {
-            let n = min(rest.count, Self.pieceBytes)
-            parse(rest.prefix(n), terminate: false)
+            let n = min(rest.count, Self.pieceBytes - piece.count)
+            piece += rest.prefix(n)
             rest = rest.dropFirst(n)
+            guard piece.count == Self.pieceBytes else { continue }
+            parse(piece[...], terminate: false)
+            piece.removeAll(keepingCapacity: true)
             do {
                 try deliver(body)
             } catch let error where !(error is SourceError) {
@@ -136,6 +147,8 @@ public final class QuakeMLReader {
             try pushHead(body)
         }
         finished = true
+        parse(piece[...], terminate: false)
+        piece = []
         parse([], terminate: true)
         handler.state.pointee.finishDocument()
         try deliver(body)
@@ -185,11 +198,11 @@ public final class QuakeMLReader {
         return true
     }()
 
+    /// Starts the first piece with the head (at most `headBytes`, less than a piece).
     private func pushHead(_ body: (SourceItem) throws -> Void) throws {
-        let first = head
+        piece.reserveCapacity(Self.pieceBytes)
+        piece += head
         head = []
-        parse(first[...], terminate: false)
-        try deliver(body)
     }
 
     private func parse(_ piece: ArraySlice<UInt8>, terminate: Bool) {
