@@ -23,24 +23,7 @@ private func report(_ item: SourceItem?) -> SourceReport? {
 
 /// An EMSC FDSN GeoJSON answer through an EMSCGeoJSONReader in chunks of `chunk` bytes.
 func parseEMSCGeoJSON(_ bytes: [UInt8], chunk: Int = 65536) -> Parsed {
-    var reader = EMSCGeoJSONReader(source: "emsc")
-    var parsed = Parsed()
-    do {
-        var i = 0
-        while i < bytes.count {
-            let end = min(bytes.count, i + chunk)
-            try reader.consume(Array(bytes[i..<end])) { parsed.items.append($0) }
-            i = end
-        }
-        try reader.finish { parsed.items.append($0) }
-    } catch let error as SourceError {
-        parsed.error = error
-    } catch {
-        Issue.record("unexpected error \(error)")
-    }
-    parsed.problems = reader.problems
-    parsed.skipped = reader.skippedCount
-    return parsed
+    parse(EMSCGeoJSONReader(source: "emsc"), bytes, chunk: chunk)
 }
 
 /// A feature of EMSC's layout with `properties` (a JSON object's members) and `geometry`.

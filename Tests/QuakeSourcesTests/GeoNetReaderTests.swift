@@ -4,24 +4,7 @@ import Testing
 
 /// A GeoNet quake API answer through a GeoNetReader in chunks of `chunk` bytes.
 func parseGeoNet(_ bytes: [UInt8], chunk: Int = 65536, source: String = "geonet") -> Parsed {
-    var reader = GeoNetReader(source: source)
-    var parsed = Parsed()
-    do {
-        var i = 0
-        while i < bytes.count {
-            let end = min(bytes.count, i + chunk)
-            try reader.consume(Array(bytes[i..<end])) { parsed.items.append($0) }
-            i = end
-        }
-        try reader.finish { parsed.items.append($0) }
-    } catch let error as SourceError {
-        parsed.error = error
-    } catch {
-        Issue.record("unexpected error \(error)")
-    }
-    parsed.problems = reader.problems
-    parsed.skipped = reader.skippedCount
-    return parsed
+    parse(GeoNetReader(source: source), bytes, chunk: chunk)
 }
 
 private func retractions(_ parsed: Parsed) -> [String] {
