@@ -83,7 +83,14 @@ public final class QuakeMLReader {
     }
 
     deinit {
-        if let context { xmlFreeParserCtxt(context) }
+        guard let context else { return }
+        // A document with a DTD that declares entities makes libxml2 keep them in a document of
+        // its own (ctxt->myDoc, even with no tree built), which xmlFreeParserCtxt leaves alone.
+        if let document = context.pointee.myDoc {
+            context.pointee.myDoc = nil
+            xmlFreeDoc(document)
+        }
+        xmlFreeParserCtxt(context)
     }
 
     /// Parses `chunk`; calls `body` for each event completed by it. Throws ``SourceError``, or
