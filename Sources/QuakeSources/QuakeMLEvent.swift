@@ -93,23 +93,7 @@ struct QuakeMLEvent {
 
     /// Rules 2 to 4 of ``agencyID(publicID:catalogSource:catalogID:)``, over the UTF-8 bytes.
     static func agencyID(publicID whole: [UInt8]) -> String {
-        let amp = Array("&amp;".utf8)
-        var text = whole
-        if text.contains(0x26) {
-            var out: [UInt8] = []
-            out.reserveCapacity(text.count)
-            var i = 0
-            while i < text.count {
-                if text[i] == 0x26, text.count - i >= amp.count, text[i..<i + amp.count].elementsEqual(amp) {
-                    out.append(0x26)
-                    i += amp.count
-                } else {
-                    out.append(text[i])
-                    i += 1
-                }
-            }
-            text = out
-        }
+        let text = collapsing(Array("&amp;".utf8), toAmpersandIn: whole)
         let question = text.firstIndex(of: 0x3F)
         if let question {
             // The query: parameters split at `&` and `;`, each `key=value` (non-empty key).

@@ -502,17 +502,23 @@ func attributeString(_ value: UnsafeBufferPointer<UInt8>) -> String {
 }
 
 func decodeAmpersands(_ value: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-    guard value.contains(0x26) else { return Array(value) }
-    let escape = Array("&#38;".utf8)
+    collapsing(Array("&#38;".utf8), toAmpersandIn: value)
+}
+
+/// `bytes` with every `escape` (an escaped `&`: `&#38;` as libxml2 hands attribute values over
+/// without entity substitution, `&amp;` left in a double-escaped id) made a plain `&` again.
+func collapsing<Bytes: RandomAccessCollection<UInt8>>(_ escape: [UInt8], toAmpersandIn bytes: Bytes) -> [UInt8]
+where Bytes.Index == Int {
+    guard bytes.contains(0x26) else { return Array(bytes) }
     var out: [UInt8] = []
-    out.reserveCapacity(value.count)
-    var i = 0
-    while i < value.count {
-        if value[i] == 0x26, value.count - i >= escape.count, value[i..<i + escape.count].elementsEqual(escape) {
+    out.reserveCapacity(bytes.count)
+    var i = bytes.startIndex
+    while i < bytes.endIndex {
+        if bytes[i] == 0x26, bytes.endIndex - i >= escape.count, bytes[i..<i + escape.count].elementsEqual(escape) {
             out.append(0x26)
             i += escape.count
         } else {
-            out.append(value[i])
+            out.append(bytes[i])
             i += 1
         }
     }
