@@ -69,6 +69,7 @@ let package = Package(
             dependencies: [
                 "QuakeModel",
                 "QuakeFeed",
+                "QuakeAssociation",
                 "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -20,6 +20,8 @@ public struct QuakeStore: Sendable {
     /// Signalled when a write through this store has committed a history transaction, so that
     /// whoever waits for commits hears of it at once; shared by every copy of this value.
     let commitSignal = CommitSignal()
+    /// The associator of the source imports, kept between them; shared by every copy of this value.
+    let associatorCache = AssociatorCache()
 
     /// Opens (creating and migrating as needed) `quakes.sqlite` in `directory`, creating the
     /// directory with mode 0750 when it is missing.

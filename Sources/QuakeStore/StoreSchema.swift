@@ -287,6 +287,78 @@ enum StoreSchema {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v11-sources") { db in
+            // Every source's reports (QuakeStore+Sources.swift): one agency's current solution for
+            // one of its events, by the configured source's name and the agency's id. `links` is a
+            // JSON array of strings (the other ids the agency gives the event); `event` is the id
+            // of the event (the quake row) the report is associated with.
+            try db.execute(
+                sql: """
+                    CREATE TABLE reports (
+                        source TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        agency TEXT,
+                        time INTEGER NOT NULL,
+                        latitude REAL NOT NULL,
+                        longitude REAL NOT NULL,
+                        depth REAL, magnitude REAL, magnitudeType TEXT, place TEXT, eventType TEXT,
+                        evaluationMode TEXT, evaluationStatus TEXT,
+                        updated INTEGER,
+                        links TEXT NOT NULL DEFAULT '[]',
+                        event TEXT NOT NULL,
+                        PRIMARY KEY (source, id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX reports_event ON reports (event);
+                    CREATE INDEX reports_time ON reports (time);
+                    """)
+            // The associator's events: their ids are the quake rows' ids; `created` is the
+            // creation order (Event.created); the preferred report is the one the row shows.
+            try db.execute(
+                sql: """
+                    CREATE TABLE sourceEvents (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        created INTEGER NOT NULL,
+                        preferredSource TEXT,
+                        preferredId TEXT
+                    ) WITHOUT ROWID;
+                    """)
+            // Retracted reports: the newest retraction's `updated`, so that an older copy sent
+            // again is ignored. Purged 30 days after `updated`.
+            try db.execute(
+                sql: """
+                    CREATE TABLE reportTombstones (
+                        source TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        updated INTEGER NOT NULL,
+                        PRIMARY KEY (source, id)
+                    ) WITHOUT ROWID;
+                    """)
+            // Each source's incremental position (ms: the start of its last successful run) and
+            // its last run, for status.
+            try db.execute(
+                sql: """
+                    CREATE TABLE sources (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        position INTEGER,
+                        lastAttempt INTEGER,
+                        lastSuccess INTEGER,
+                        lastError TEXT,
+                        lastQuery TEXT
+                    ) WITHOUT ROWID;
+                    """)
+            // One row: the associator's last creation number, and a generation counted up by every
+            // source import, so that a process holding an associator in memory knows whether the
+            // tables are still what it was built from.
+            try db.execute(
+                sql: """
+                    CREATE TABLE associationState (
+                        singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+                        lastCreated INTEGER NOT NULL DEFAULT 0,
+                        generation INTEGER NOT NULL DEFAULT 0
+                    );
+                    INSERT INTO associationState (singleton) VALUES (1);
+                    """)
+        }
         return migrator
     }
 }

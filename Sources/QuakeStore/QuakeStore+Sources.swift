@@ -1,0 +1,517 @@
+import Foundation
+import GRDB
+import NIOConcurrencyHelpers
+import QuakeAssociation
+import QuakeFeed
+import QuakeModel
+
+/// The result of ``QuakeStore/importSource(_:items:position:query:association:now:)``.
+public struct SourceImportReport: Sendable, Hashable {
+    /// The history token of the import's transaction, or `nil` when no quake row changed.
+    public var token: HistoryToken?
+    /// How many items the run gave.
+    public var items: Int
+    /// Reports stored (new or replacing an older solution) and retractions that removed a report.
+    public var applied: Int
+    /// Items that changed nothing: stale copies (an older `updated` than the stored report or
+    /// than its retraction), copies equal to the stored report, retractions of no stored report
+    /// and retractions older than the stored report.
+    public var ignored: Int
+    /// Quake rows (events) inserted.
+    public var created: Int
+    /// Quake rows updated.
+    public var updated: Int
+    /// Quake rows deleted: events merged into another (`superseded`) or whose every report was
+    /// retracted (`deleted-upstream`).
+    public var deleted: Int
+    /// Of `deleted`, the events merged into another.
+    public var superseded: Int
+
+    public init(
+        token: HistoryToken? = nil, items: Int = 0, applied: Int = 0, ignored: Int = 0, created: Int = 0,
+        updated: Int = 0, deleted: Int = 0, superseded: Int = 0
+    ) {
+        self.token = token
+        self.items = items
+        self.applied = applied
+        self.ignored = ignored
+        self.created = created
+        self.updated = updated
+        self.deleted = deleted
+        self.superseded = superseded
+    }
+}
+
+/// What the store keeps of one source's runs (table `sources`), for the next incremental run and
+/// for status.
+public struct SourceState: Sendable, Hashable {
+    /// The configured source's name.
+    public var name: String
+    /// Milliseconds since the epoch: the start of the last successful run, from which the next
+    /// incremental run asks (less an overlap). Nil before the first run that gave one.
+    public var position: Int64?
+    /// When the last run, successful or not, ended (ms since the epoch).
+    public var lastAttempt: Int64?
+    /// When the last successful run was imported (ms since the epoch).
+    public var lastSuccess: Int64?
+    /// Why the last run failed; nil when it succeeded.
+    public var lastError: String?
+    /// The last successful run's query (its URL), as the caller gave it.
+    public var lastQuery: String?
+    /// How many current reports the source has in the store.
+    public var reportCount: Int
+
+    public init(
+        name: String, position: Int64? = nil, lastAttempt: Int64? = nil, lastSuccess: Int64? = nil,
+        lastError: String? = nil, lastQuery: String? = nil, reportCount: Int = 0
+    ) {
+        self.name = name
+        self.position = position
+        self.lastAttempt = lastAttempt
+        self.lastSuccess = lastSuccess
+        self.lastError = lastError
+        self.lastQuery = lastQuery
+        self.reportCount = reportCount
+    }
+}
+
+/// The store's associator, kept in memory between source imports, shared by every copy of one
+/// ``QuakeStore`` value.
+///
+/// The entry is valid only for the configuration it was built with and for the tables as the
+/// import that built it left them: the `associationState` table's generation, which every source
+/// import counts up, says whether another store value or process has written since. The entry is
+/// replaced only after a transaction commits, so a failed import leaves the old one.
+final class AssociatorCache: Sendable {
+    struct Entry: Sendable {
+        var configuration: AssociationConfiguration
+        var generation: Int64
+        var associator: Associator
+    }
+
+    private let state = NIOLockedValueBox<(entry: Entry?, failBeforeCommit: Bool)>((nil, false))
+
+    var entry: Entry? {
+        state.withLockedValue { $0.entry }
+    }
+
+    /// Keeps `entry` unless a newer generation is already kept (two imports finishing out of order).
+    func store(_ entry: Entry) {
+        state.withLockedValue { state in
+            if let kept = state.entry, kept.generation > entry.generation { return }
+            state.entry = entry
+        }
+    }
+
+    /// Tests: when set, the next source import throws after it has written everything, just before
+    /// its transaction would commit (so it rolls back), and the flag clears.
+    var failNextImportBeforeCommit: Bool {
+        get { state.withLockedValue { $0.failBeforeCommit } }
+        set { state.withLockedValue { $0.failBeforeCommit = newValue } }
+    }
+
+    func takeFailure() -> Bool {
+        state.withLockedValue { state in
+            defer { state.failBeforeCommit = false }
+            return state.failBeforeCommit
+        }
+    }
+}
+
+/// The error the test hook ``AssociatorCache/failNextImportBeforeCommit`` throws.
+struct InjectedSourceImportFailure: Error {}
+
+extension QuakeStore {
+    /// How long a retraction is remembered: tombstones whose `updated` is older than this before
+    /// `now` are purged by each source import (after which an older copy would be taken again).
+    public static let reportTombstoneRetention: Int64 = 30 * 24 * 3600 * 1000
+
+    /// Applies one run of source `name`: its items, in one write transaction with the new position.
+    ///
+    /// Each item revises the stored reports (a report replaces the one with its source and id
+    /// unless it is older; a retraction removes it and is remembered, see `Associator`), the
+    /// store's `Associator` regroups the reports it touched, and each event that changed becomes a
+    /// change of its quake row, in the transaction's history (author `import`, source `query`,
+    /// or `source NAME` without one): a created event an insert, an updated one an update with its
+    /// field changes, an event merged into another a delete with reason `superseded` naming the
+    /// survivor, and an event whose reports were all retracted a delete with reason
+    /// `deleted-upstream`. An event's row is made from its reports (see ``feature(of:members:now:)``).
+    ///
+    /// The source's row of `sources` is written in the same transaction: `position` (kept when
+    /// nil), the attempt and success times and `query`, the error cleared. Retraction tombstones
+    /// older than ``reportTombstoneRetention`` are purged.
+    ///
+    /// The associator is kept in memory between imports. It is rebuilt from the tables (and the
+    /// changes the rebuild finds are applied and published in this transaction) when `association`
+    /// differs from the one it was built with, on the first import after the store was opened,
+    /// and when another writer imported since. When the transaction fails, the tables, the quake
+    /// rows and the associator in memory are all left as they were.
+    public func importSource(
+        _ name: String, items: [SourceItem], position: Int64?, query: String?,
+        association: AssociationConfiguration, now: Date = Date()
+    ) async throws -> SourceImportReport {
+        let cache = associatorCache
+        let commitSignal = commitSignal
+        let (report, entry) = try await pool.write { db -> (SourceImportReport, AssociatorCache.Entry) in
+            var recorder = try HistoryRecorder(
+                db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
+            var importer = try SourceImport(db: db, name: name, now: now)
+            let nowMilliseconds = Self.milliseconds(now)
+
+            // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
+            let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
+            var associator: Associator
+            if let kept = cache.entry, kept.generation == generation, kept.configuration == association {
+                associator = kept.associator
+            } else {
+                let restored = Associator.restore(try Self.associationSnapshot(db), configuration: association)
+                associator = restored.associator
+                try importer.publish(restored.changes, associator: associator, recorder: &recorder)
+            }
+
+            // The items, counted against the reports as they were before them.
+            var report = SourceImportReport(items: items.count)
+            var keys: [ReportKey] = []
+            var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
+            for item in items {
+                let key = Self.key(of: item)
+                if before[key] == nil {
+                    keys.append(key)
+                    before[key] = (associator.report(key), associator.tombstone(key))
+                }
+            }
+            var current = before
+            for item in items {
+                let key = Self.key(of: item)
+                if Self.revise(&current[key, default: (nil, nil)], with: item) {
+                    report.applied += 1
+                } else {
+                    report.ignored += 1
+                }
+            }
+
+            let changes = associator.apply(items)
+            for key in keys {
+                try importer.write(
+                    key, report: associator.report(key), event: associator.event(containing: key)?.id,
+                    tombstone: associator.tombstone(key))
+            }
+            try importer.publish(changes, associator: associator, recorder: &recorder)
+
+            // Retractions are remembered for the retention horizon.
+            let cutoff = nowMilliseconds - Self.reportTombstoneRetention
+            _ = associator.purgeTombstones(olderThan: cutoff)
+            try db.execute(sql: "DELETE FROM reportTombstones WHERE updated < ?", arguments: [cutoff])
+
+            try db.execute(
+                sql: """
+                    INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
+                    VALUES (?1, ?2, ?3, ?3, NULL, ?4)
+                    ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
+                        lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
+                        lastQuery = excluded.lastQuery
+                    """,
+                arguments: [name, position, nowMilliseconds, query])
+            try db.execute(
+                sql: """
+                    UPDATE associationState SET generation = generation + 1, lastCreated = max(lastCreated, ?)
+                    """,
+                arguments: [importer.lastCreated])
+
+            let committed = try recorder.finish()
+            report.token = committed.token
+            report.created = committed.inserted
+            report.updated = committed.updated
+            report.deleted = committed.deleted
+            report.superseded = committed.superseded
+            if cache.takeFailure() { throw InjectedSourceImportFailure() }
+            return (
+                report,
+                AssociatorCache.Entry(configuration: association, generation: generation + 1, associator: associator)
+            )
+        }
+        // Committed: the associator in memory is the tables' now.
+        cache.store(entry)
+        return report
+    }
+
+    /// Keeps a failed run's error for status (lastAttempt, lastError); the position stays.
+    ///
+    /// No history: the quakes did not change. The next successful run clears the error.
+    public func recordSourceFailure(_ name: String, error: String, now: Date = Date()) async throws {
+        let nowMilliseconds = Self.milliseconds(now)
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO sources (name, lastAttempt, lastError) VALUES (?, ?, ?)
+                    ON CONFLICT (name) DO UPDATE SET lastAttempt = excluded.lastAttempt, lastError = excluded.lastError
+                    """,
+                arguments: [name, nowMilliseconds, error])
+        }
+    }
+
+    /// Every source the store has a run of (successful or not), sorted by name, with its number of
+    /// current reports.
+    public func sourceStates() throws -> [SourceState] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, position, lastAttempt, lastSuccess, lastError, lastQuery,
+                        (SELECT count(*) FROM reports WHERE reports.source = sources.name)
+                    FROM sources ORDER BY name
+                    """
+            ).map { row in
+                SourceState(
+                    name: row[0], position: row[1], lastAttempt: row[2], lastSuccess: row[3], lastError: row[4],
+                    lastQuery: row[5], reportCount: row[6])
+            }
+        }
+    }
+
+    /// The position of source `name` (the start of its last successful run, ms since the epoch),
+    /// or nil when it has none yet.
+    public func sourcePosition(_ name: String) throws -> Int64? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT position FROM sources WHERE name = ?", arguments: [name])
+                .flatMap { $0[0] as Int64? }
+        }
+    }
+
+    /// The reports of the event (quake) `id`, preferred first, then by source and id; empty when
+    /// no source reported it (a quake only the USGS feed has, or none).
+    public func reports(ofEvent id: String) throws -> [SourceReport] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.reportColumns),
+                        (r.source = e.preferredSource AND r.id = e.preferredId) AS preferred
+                    FROM reports r LEFT JOIN sourceEvents e ON e.id = r.event
+                    WHERE r.event = ?
+                    ORDER BY preferred DESC, r.source, r.id
+                    """,
+                arguments: [id]
+            ).map(Self.sourceReport(from:))
+        }
+    }
+
+    // MARK: - Implementation
+
+    static let reportColumns = """
+        r.source, r.id, r.agency, r.time, r.latitude, r.longitude, r.depth, r.magnitude, r.magnitudeType,
+        r.place, r.eventType, r.evaluationMode, r.evaluationStatus, r.updated, r.links
+        """
+
+    static func sourceReport(from row: Row) -> SourceReport {
+        let links: [String] = (row[14] as String?).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+        return SourceReport(
+            source: row[0], id: row[1], agency: row[2], time: row[3], latitude: row[4], longitude: row[5],
+            depth: row[6], magnitude: row[7], magnitudeType: row[8], place: row[9], eventType: row[10],
+            evaluationMode: (row[11] as String?).flatMap(SourceReport.EvaluationMode.init(rawValue:)),
+            evaluationStatus: (row[12] as String?).flatMap(SourceReport.EvaluationStatus.init(rawValue:)),
+            updated: row[13], links: links)
+    }
+
+    static func key(of item: SourceItem) -> ReportKey {
+        switch item {
+        case .report(let report): return ReportKey(report)
+        case .retraction(let source, let id, _): return ReportKey(source: source, id: id)
+        }
+    }
+
+    /// The Associator's revision rule for one key, for counting: whether `item` changes what is
+    /// kept for its key (`state`, which it updates).
+    static func revise(_ state: inout (report: SourceReport?, tombstone: Int64?), with item: SourceItem) -> Bool {
+        switch item {
+        case .report(let report):
+            if let stored = state.report {
+                if let new = report.updated, let old = stored.updated, new < old { return false }
+                if stored == report { return false }
+            } else if let tombstone = state.tombstone, let updated = report.updated, updated <= tombstone {
+                return false
+            }
+            state = (report, nil)
+            return true
+        case .retraction(_, _, let updated):
+            guard let stored = state.report else {
+                if let updated { state.tombstone = max(state.tombstone ?? updated, updated) }
+                return false
+            }
+            if let new = updated, let old = stored.updated, new < old { return false }
+            state = (nil, updated)
+            return true
+        }
+    }
+
+    /// What the tables hold, as the Associator restores it.
+    static func associationSnapshot(_ db: Database) throws -> AssociationSnapshot {
+        var reports: [SourceReport] = []
+        var members: [String: [ReportKey]] = [:]
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT \(reportColumns), r.event FROM reports r ORDER BY r.source, r.id")
+        while let row = try rows.next() {
+            let report = sourceReport(from: row)
+            reports.append(report)
+            members[row[15], default: []].append(ReportKey(report))
+        }
+        let events = try Row.fetchAll(
+            db, sql: "SELECT id, created, preferredSource, preferredId FROM sourceEvents ORDER BY id"
+        ).map { row -> AssociationSnapshot.StoredEvent in
+            let id: String = row[0]
+            let created: Int64 = row[1]
+            let preferred: ReportKey? =
+                if let source = row[2] as String?, let preferredID = row[3] as String? {
+                    ReportKey(source: source, id: preferredID)
+                } else { nil }
+            return AssociationSnapshot.StoredEvent(
+                id: id, members: members[id] ?? [], created: UInt64(max(0, created)), preferred: preferred)
+        }
+        let tombstones = try Row.fetchAll(
+            db, sql: "SELECT source, id, updated FROM reportTombstones ORDER BY source, id"
+        ).map { AssociationSnapshot.Tombstone(key: ReportKey(source: $0[0], id: $0[1]), updated: $0[2]) }
+        let lastCreated = try Int64.fetchOne(db, sql: "SELECT lastCreated FROM associationState") ?? 0
+        return AssociationSnapshot(
+            reports: reports, events: events, tombstones: tombstones, lastCreated: UInt64(max(0, lastCreated)))
+    }
+
+    /// The quake row of an event: the preferred report's time, position, depth, magnitude, place
+    /// and type (`earthquake` when it gives none); `status` `reviewed` when the preferred report
+    /// is reviewed (or manual), else `automatic`; `updated` the newest among the members' (`now`
+    /// when none gives one); `net` the preferred report's agency in lower case (its source's name
+    /// without one) and `code` its id; `ids` every member's id and `sources` every member's agency
+    /// (or source name), each sorted and unique, in the feed's `,a,b,` form; `title`
+    /// `M 4.2 - PLACE` when magnitude and place are known. The USGS-only fields stay nil.
+    static func feature(of event: Event, members: [SourceReport], now: Int64) -> FeedFeature {
+        let preferred = event.preferred
+        var feature = FeedFeature(id: event.id, time: preferred.time)
+        feature.lat = preferred.latitude
+        feature.lon = preferred.longitude
+        feature.depth = preferred.depth
+        feature.mag = preferred.magnitude
+        feature.magType = preferred.magnitudeType
+        feature.place = preferred.place
+        feature.type = preferred.eventType ?? "earthquake"
+        feature.status = preferred.isReviewed ? "reviewed" : "automatic"
+        feature.updated = members.compactMap(\.updated).max() ?? now
+        feature.net = preferred.agency.map { $0.lowercased() } ?? preferred.source
+        feature.code = preferred.id
+        func list(_ values: [String]) -> String {
+            "," + Set(values).sorted().joined(separator: ",") + ","
+        }
+        feature.ids = list(members.map(\.id))
+        feature.sources = list(members.map { $0.agency?.lowercased() ?? $0.source })
+        if let magnitude = preferred.magnitude, let place = preferred.place {
+            feature.title = "M \(String(format: "%.1f", magnitude)) - \(place)"
+        }
+        return feature
+    }
+}
+
+/// The writes of one source import's transaction: reports, tombstones, events and quake rows.
+struct SourceImport {
+    let db: Database
+    let name: String
+    let now: Int64
+    /// The largest creation number of the events this transaction created.
+    private(set) var lastCreated: Int64 = 0
+    private let encoder = JSONEncoder()
+
+    init(db: Database, name: String, now: Date) throws {
+        self.db = db
+        self.name = name
+        self.now = QuakeTime.milliseconds(now)
+    }
+
+    /// Writes what the associator keeps for `key`: its report (in `event`) or none, its tombstone
+    /// or none.
+    func write(_ key: ReportKey, report: SourceReport?, event: String?, tombstone: Int64?) throws {
+        if let report, let event {
+            let links = String(decoding: try encoder.encode(report.links), as: UTF8.self)
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO reports (source, id, agency, time, latitude, longitude, depth, magnitude,
+                        magnitudeType, place, eventType, evaluationMode, evaluationStatus, updated, links, event)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    report.source, report.id, report.agency, report.time, report.latitude, report.longitude,
+                    report.depth, report.magnitude, report.magnitudeType, report.place, report.eventType,
+                    report.evaluationMode?.rawValue, report.evaluationStatus?.rawValue, report.updated, links, event,
+                ])
+        } else {
+            try db.execute(
+                sql: "DELETE FROM reports WHERE source = ? AND id = ?", arguments: [key.source, key.id])
+        }
+        if let tombstone {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)",
+                arguments: [key.source, key.id, tombstone])
+        } else {
+            try db.execute(
+                sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?", arguments: [key.source, key.id])
+        }
+    }
+
+    /// Writes each changed event and its quake row, recording the row's change.
+    mutating func publish(_ changes: [EventChange], associator: Associator, recorder: inout HistoryRecorder) throws {
+        for change in changes {
+            switch change {
+            case .created(let event), .updated(let event):
+                if case .created = change { lastCreated = max(lastCreated, Int64(clamping: event.created)) }
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId)
+                        VALUES (?, ?, ?, ?)
+                        """,
+                    arguments: [event.id, Int64(clamping: event.created), event.preferred.source, event.preferred.id])
+                var members: [SourceReport] = []
+                for key in event.reports {
+                    try db.execute(
+                        sql: "UPDATE reports SET event = ? WHERE source = ? AND id = ? AND event <> ?",
+                        arguments: [event.id, key.source, key.id, event.id])
+                    if let report = associator.report(key) { members.append(report) }
+                }
+                try publish(QuakeStore.feature(of: event, members: members, now: now), recorder: &recorder)
+            case .deleted(let id, let survivor):
+                try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
+                guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
+                try recorder.recordDelete(
+                    Tombstone(of: quake), reason: survivor == nil ? .deletedUpstream : .superseded,
+                    supersededBy: survivor, row: quake)
+                try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
+            }
+        }
+    }
+
+    /// Inserts the row, or updates the stored one when a field differs.
+    private func publish(_ feature: FeedFeature, recorder: inout HistoryRecorder) throws {
+        let values = QuakeColumns.values(of: feature)
+        if let stored = try QuakeStore.fetchQuake(db, id: feature.id) {
+            let fields = QuakeColumns.changes(from: stored, to: feature)
+            guard !fields.isEmpty else { return }
+            try db.execute(
+                sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1",
+                arguments: StatementArguments(values))
+            if stored.ids != feature.ids { try indexAliases(of: feature, replacing: true) }
+            try recorder.recordUpdate(id: feature.id, fields: fields)
+        } else {
+            try db.execute(
+                sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))",
+                arguments: StatementArguments(values))
+            try indexAliases(of: feature, replacing: false)
+            try recorder.recordInsert(id: feature.id)
+        }
+    }
+
+    /// The alias index (`quakeAliases`) keeps every other id a row lists.
+    private func indexAliases(of feature: FeedFeature, replacing: Bool) throws {
+        if replacing {
+            try db.execute(sql: "DELETE FROM quakeAliases WHERE quakeId = ?", arguments: [feature.id])
+        }
+        for alias in feature.otherIDs {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)", arguments: [alias, feature.id])
+        }
+    }
+}
