@@ -382,7 +382,14 @@ extension QuakeStore {
     /// without one) and `code` its id; `ids` every member's id and `sources` every member's agency
     /// (or source name), each sorted and unique, in the feed's `,a,b,` form; `title`
     /// `M 4.2 - PLACE` when magnitude and place are known. The USGS-only fields stay nil.
-    static func feature(of event: Event, members: [SourceReport], now: Int64) -> FeedFeature {
+    ///
+    /// A member's id that is another event's id (`isOtherEvent`) is left out of `ids`: the
+    /// Associator can give an event's id to the part of it that no longer holds the report that
+    /// founded it (a split), and then that report's own id names the other row, which `ids`, and
+    /// the alias index built from it, must not claim. With no member id left, `ids` is nil.
+    static func feature(
+        of event: Event, members: [SourceReport], now: Int64, isOtherEvent: (String) -> Bool = { _ in false }
+    ) -> FeedFeature {
         let preferred = event.preferred
         var feature = FeedFeature(id: event.id, time: preferred.time)
         feature.lat = preferred.latitude
@@ -399,7 +406,8 @@ extension QuakeStore {
         func list(_ values: [String]) -> String {
             "," + Set(values).sorted().joined(separator: ",") + ","
         }
-        feature.ids = list(members.map(\.id))
+        let ids = members.map(\.id).filter { $0 == event.id || !isOtherEvent($0) }
+        feature.ids = ids.isEmpty ? nil : list(ids)
         feature.sources = list(members.map { $0.agency?.lowercased() ?? $0.source })
         if let magnitude = preferred.magnitude, let place = preferred.place {
             feature.title = "M \(String(format: "%.1f", magnitude)) - \(place)"
@@ -472,7 +480,10 @@ struct SourceImport {
                         arguments: [event.id, key.source, key.id, event.id])
                     if let report = associator.report(key) { members.append(report) }
                 }
-                try publish(QuakeStore.feature(of: event, members: members, now: now), recorder: &recorder)
+                let feature = QuakeStore.feature(of: event, members: members, now: now) {
+                    associator.event(id: $0) != nil
+                }
+                try publish(feature, recorder: &recorder)
             case .deleted(let id, let survivor):
                 try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
                 guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
