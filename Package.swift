@@ -107,6 +107,9 @@ let package = Package(
                 "QuakeStore",
                 "QuakeProtocol",
                 "Varlink",
+                // the fdsn sources: the agencies' readers, and the association settings
+                "QuakeSources",
+                "QuakeAssociation",
                 "CSystemd",
                 "QuakeSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

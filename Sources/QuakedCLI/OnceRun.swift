@@ -5,7 +5,8 @@ import QuakeDaemon
 import QuakeStore
 
 /// `quaked --once`: builds the daemon's components (``QuakedApplication``, as the daemon does),
-/// pulls each feed once through the scheduler, reports each, exits non-zero if any pull failed.
+/// pulls each feed once through the scheduler and runs each source once, reports each, exits
+/// non-zero if any pull or run failed.
 /// No socket, no services running.
 struct OnceRun {
     let configuration: DaemonConfiguration
@@ -34,8 +35,37 @@ struct OnceRun {
                 FileHandle.standardError.write(Data("quaked: \(status.name): \(failure)\n".utf8))
             }
         }
+        for run in await app.runEverySourceOnce() {
+            if let report = run.report {
+                print(render(run, report, store: store))
+            } else {
+                failures += 1
+                FileHandle.standardError.write(
+                    Data("quaked: source \(run.name): \(run.failure.map { "\($0)" } ?? "failed")\n".utf8))
+            }
+        }
         try await app.shutdown()
         if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// One source's line: the run's counts, as text or as one JSON object.
+    private func render(_ run: QuakedApplication.SourceRun, _ report: SourceImportReport, store: QuakeStore) -> String {
+        if json {
+            let object: [String: Any] = [
+                "store": store.storeID, "source": run.name, "httpStatus": run.httpStatus.map { $0 as Any } ?? NSNull(),
+                "items": report.items, "applied": report.applied, "ignored": report.ignored,
+                "created": report.created, "updated": report.updated, "deleted": report.deleted,
+                "superseded": report.superseded, "skipped": run.skipped,
+                "token": report.token.map { $0 as Any } ?? NSNull(),
+            ]
+            let data = try! JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            return String(decoding: data, as: UTF8.self)
+        }
+        let token = report.token.map { "token \($0)" } ?? "no changes"
+        return "source \(run.name): \(report.items) reports: \(report.created) new, \(report.updated) updated, "
+            + "\(report.deleted) deleted, \(report.superseded) superseded, \(report.ignored) ignored, "
+            + "\(run.skipped) skipped · \(token)"
     }
 
     /// One feed's line: the import's counts (nil when not modified), as text or as one JSON object.

@@ -33,6 +33,13 @@ public struct QuakedCommand: AsyncParsableCommand {
             valueName: "url|name"))
     var feeds: [String] = []
 
+    @Option(
+        name: .customLong("source"),
+        help: ArgumentHelp(
+            "An agency to follow: 'NAME fdsn URL [KEY=VALUE ...]' (see quaked.conf(5)). Repeatable. Not with a summary feed yet: give --feed none.",
+            valueName: "source"))
+    var sources: [String] = []
+
     @Option(help: ArgumentHelp("Pull interval, e.g. 60s or 5m. Default: \(Self.defaultText(.interval)).", valueName: "duration"))
     var interval: String?
 
@@ -111,6 +118,7 @@ public struct QuakedCommand: AsyncParsableCommand {
     /// The configuration sources these flags describe.
     var loader: ConfigurationLoader {
         var flags: [(key: DaemonConfiguration.Key, value: String, flag: String)] = feeds.map { (.feed, $0, "--feed") }
+        flags += sources.map { (.source, $0, "--source") }
         if let interval { flags.append((.interval, interval, "--interval")) }
         if let stateDirectory {
             flags.append((.stateDirectory, Self.absolute(stateDirectory), "--state-directory"))

@@ -50,6 +50,11 @@ public struct CatalogService: Sendable, Hashable, CustomStringConvertible {
         url("count", query.parameters)
     }
 
+    /// The `query` URL with these parameters, in their order (a source's incremental query).
+    func queryURL(parameters: [(String, String)]) -> URL {
+        url("query", parameters)
+    }
+
     private func url(_ endpoint: String, _ parameters: [(String, String)]) -> URL {
         var components = URLComponents(url: base.appendingPathComponent(endpoint), resolvingAgainstBaseURL: false)!
         components.queryItems = parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
@@ -99,6 +104,14 @@ public struct CatalogQuery: Sendable, Hashable {
             ("starttime", Self.fdsnTime(start)), ("endtime", Self.fdsnTime(end - 1)),
         ]
         if let updatedAfter { p.append(("updatedafter", Self.fdsnTime(updatedAfter))) }
+        p += Self.filterParameters(minMagnitude: minMagnitude, region: region)
+        if includeDeleted { p.append(("includedeleted", "true")) }
+        return p
+    }
+
+    /// `minmagnitude`, and the circle (`latitude`, `longitude`, `maxradiuskm`) or the box.
+    static func filterParameters(minMagnitude: Double?, region: CatalogRegion?) -> [(String, String)] {
+        var p: [(String, String)] = []
         if let minMagnitude { p.append(("minmagnitude", Self.number(minMagnitude))) }
         switch region {
         case .near(let lat, let lon, let radiusKm):
@@ -113,7 +126,6 @@ public struct CatalogQuery: Sendable, Hashable {
         case nil:
             break
         }
-        if includeDeleted { p.append(("includedeleted", "true")) }
         return p
     }
 

@@ -51,10 +51,11 @@ public struct ConfigurationLoader: Sendable {
                 try resolved.apply(key, value, source: key.environmentName)
             }
         }
-        var sawFeedFlag = false
+        // `--feed` and `--source` add to the other flags of their key.
+        var repeatedFlags: Set<DaemonConfiguration.Key> = []
         for (key, value, flag) in flags {
-            try resolved.apply(key, value, source: flag, replaceFeeds: key != .feed || !sawFeedFlag)
-            if key == .feed { sawFeedFlag = true }
+            try resolved.apply(key, value, source: flag, replaceFeeds: !repeatedFlags.contains(key))
+            if key.isRepeatable { repeatedFlags.insert(key) }
         }
         // The proxy comes from the environment only (curl's variables, not QUAKED_ ones).
         resolved.configuration.proxy = try ProxySettings(environment: environment)
@@ -97,10 +98,11 @@ public struct ConfigurationLoader: Sendable {
         return text
     }
 
-    /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed` may repeat.
+    /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed` and `source` may
+    /// repeat.
     private func applyFile(_ path: String, to configuration: inout ResolvedConfiguration) throws {
         let text = try Self.read(path)
-        var sawFeed = false
+        var repeated: Set<DaemonConfiguration.Key> = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -115,8 +117,8 @@ public struct ConfigurationLoader: Sendable {
                 let known = DaemonConfiguration.Key.allCases.map(\.rawValue).joined(separator: ", ")
                 throw ConfigurationError(key: name, source: source, problem: "unknown key (known keys: \(known))")
             }
-            try configuration.apply(key, value, source: source, replaceFeeds: key != .feed || !sawFeed)
-            if key == .feed { sawFeed = true }
+            try configuration.apply(key, value, source: source, replaceFeeds: !repeated.contains(key))
+            if key.isRepeatable { repeated.insert(key) }
         }
     }
 }

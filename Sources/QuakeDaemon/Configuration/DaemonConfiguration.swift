@@ -4,6 +4,7 @@ import QuakeStore
 import Varlink
 import Logging
 import QuakeModel
+import QuakeAssociation
 
 /// Everything quaked can be configured with: the one source of truth for the configuration.
 ///
@@ -12,7 +13,8 @@ import QuakeModel
 /// (`--interval 60s`). Precedence, highest first: flags, environment, config file, defaults.
 /// quaked.conf(5) documents every key; a test checks it against ``Key/allCases``.
 public struct DaemonConfiguration: Sendable, Equatable {
-    /// Feeds to pull: USGS summary feed names or URLs.
+    /// Feeds to pull: USGS summary feed names or URLs; none (`feed = none`) when the sources are
+    /// followed instead.
     public var feeds: [FeedSource] = [FeedSource.defaultFeed]
     /// How often each feed is pulled (never sooner than the server's max-age allows).
     public var interval: Duration = .seconds(60)
@@ -75,6 +77,21 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var backfillPause: Duration = .seconds(1)
     /// Failures of one window in a row before a backfill job (or a catalog sync run) gives up.
     public var backfillAttempts: Int = 5
+    /// The agencies followed (`source = NAME KIND URL ...`), in configuration order: an earlier
+    /// source's report is preferred. For now, not together with a summary feed or `catalog`
+    /// (``validate()``).
+    public var sources: [SourceConfiguration] = []
+    /// Reports of different sources whose origin times are at most this far apart may be one quake.
+    public var associateTime: Duration = .seconds(16)
+    /// ... and whose epicentres are at most this many kilometres apart.
+    public var associateDistanceKm: Double = 100
+
+    /// The association settings this configuration gives: its windows, and the sources' order.
+    public var association: AssociationConfiguration {
+        AssociationConfiguration(
+            associateTimeMilliseconds: Int64(associateTime / .milliseconds(1)),
+            associateDistanceKm: associateDistanceKm, sourceOrder: sources.map(\.name))
+    }
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
         stateDirectory = paths.stateDirectory
@@ -129,16 +146,25 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case catalogRegion = "catalog-region"
         case backfillPause = "backfill-pause"
         case backfillAttempts = "backfill-attempts"
+        case source
+        case associateTime = "associate-time"
+        case associateDistance = "associate-distance"
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
-        /// `QUAKED_FEED` takes several feeds separated by commas or spaces.
+        /// `QUAKED_FEED` takes several feeds separated by commas or spaces, `QUAKED_SOURCE`
+        /// several sources separated by `;`.
         public var environmentName: String {
             "QUAKED_" + rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
         }
+
+        /// Keys a config file may give more than once (and the flag more than once): each entry
+        /// adds to the others of the same origin.
+        public var isRepeatable: Bool { self == .feed || self == .source }
     }
 
     /// Applies one textual setting. Throws ``ConfigurationError`` naming the key and the problem.
-    /// `feed` entries accumulate within one source (`replaceFeeds` is false after the first).
+    /// `feed` and `source` entries accumulate within one origin (`replaceFeeds` is false after the
+    /// first of the key).
     public mutating func apply(_ key: Key, _ text: String, source: String, replaceFeeds: Bool = true) throws {
         func fail(_ problem: String) -> ConfigurationError {
             ConfigurationError(key: key.rawValue, source: source, problem: problem)
@@ -150,11 +176,44 @@ public struct DaemonConfiguration: Sendable, Equatable {
         switch key {
         case .feed:
             let items = value.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
-            guard !items.isEmpty else { throw fail("no feed given") }
+            // `none` (or nothing): no summary feed, as when the agencies are followed as sources.
+            if items.isEmpty || items == ["none"] {
+                if replaceFeeds { feeds = [] }
+                return
+            }
             let parsed = try items.map { item in
                 do { return try FeedSource(parsing: item) } catch { throw fail("\(error)") }
             }
             feeds = replaceFeeds ? parsed : feeds + parsed
+        case .source:
+            let entries = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            if entries.isEmpty || entries == ["none"] {
+                if replaceFeeds { sources = [] }
+                return
+            }
+            let parsed = try parse { try entries.map(SourceConfiguration.init(parsing:)) }
+            var all = replaceFeeds ? [] : sources
+            for source in parsed {
+                if all.contains(where: { $0.name == source.name }) {
+                    throw fail("source \(source.name): the name is already used by another source: give each source its own name")
+                }
+                all.append(source)
+            }
+            sources = all
+        case .associateTime:
+            associateTime = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
+            guard associateTime <= .seconds(600) else {
+                throw fail("'\(value)' is longer than the maximum of 10m (the default, 16s, is USGS PDL's)")
+            }
+        case .associateDistance:
+            var number = Substring(value)
+            if number.lowercased().hasSuffix("km") { number = number.dropLast(2) }
+            guard let km = Double(number.trimmingCharacters(in: .whitespaces)), km.isFinite, km > 0, km <= 2000 else {
+                throw fail("'\(value)' is not a distance: use kilometres from 0 to 2000, e.g. 100km or 100")
+            }
+            associateDistanceKm = km
         case .interval:
             interval = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
         case .stateDirectory:
@@ -248,7 +307,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// duration as `15m`, a number as digits, a string as is, nil as `none`.
     public func text(for key: Key) -> [String] {
         switch key {
-        case .feed: return feeds.map(\.name)
+        case .feed: return feeds.isEmpty ? ["none"] : feeds.map(\.name)
+        case .source: return sources.isEmpty ? ["none"] : sources.map(\.description)
+        case .associateDistance: return ["\(CatalogQuery.number(associateDistanceKm))km"]
         case .stateDirectory: return [stateDirectory]
         case .socket: return [socketPath]
         case .socketGroup: return [socketGroup ?? "none"]
@@ -279,6 +340,23 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw ConfigurationError(
                 key: Key.retryMaxDelay.rawValue, source: "configuration",
                 problem: "must not be shorter than retry-initial-delay")
+        }
+        // The first stage of following several agencies: the summary feed and the catalog sync
+        // still write quakes outside the association, so they cannot run beside sources yet.
+        if !sources.isEmpty, !feeds.isEmpty {
+            throw ConfigurationError(
+                key: Key.source.rawValue, source: "configuration",
+                problem:
+                    "sources cannot be combined with the USGS summary feed yet (feed = \(feeds.map(\.name).joined(separator: ", "))): "
+                    + "set feed = none; to follow the USGS too, add it as a source: "
+                    + "source = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/")
+        }
+        if !sources.isEmpty, let catalog {
+            throw ConfigurationError(
+                key: Key.source.rawValue, source: "configuration",
+                problem:
+                    "sources cannot be combined with the catalog sync yet (catalog = \(catalog)): set catalog = none; "
+                    + "to follow that service, add it as a source: source = NAME fdsn \(catalog)")
         }
     }
 }

@@ -86,6 +86,7 @@ public enum Daemon {
             metadata: [
                 "version": "\(QuakedVersion.string)", "store.path": "\(store.path)", "store.id": "\(store.storeID)",
                 "socket": "\(origin)", "feeds": "\(configuration.feeds.map(\.name).joined(separator: ","))",
+                "sources": "\(configuration.sources.map(\.name).joined(separator: ","))",
                 "proxy": "\(configuration.proxy.summary)",
                 "metrics": "\(metricsListening.map { "http://\($0.localAddress)/metrics" } ?? "off")",
             ])

@@ -27,6 +27,8 @@ public struct QuakedApplication: Sendable {
     let maintenance: StoreMaintenance
     let backfills: BackfillRunner
     let catalogSync: CatalogSync
+    /// The agencies followed (`source =`), one loop each.
+    let sourceSyncs: SourceSyncs
     let historyMetrics: HistoryMetrics
 
     /// Composes the components. `loader` is what a reload reads again; `notifier` hears of pulls
@@ -77,11 +79,15 @@ public struct QuakedApplication: Sendable {
         let catalogSync = CatalogSync(
             store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
         self.catalogSync = catalogSync
+        let sourceSyncs = SourceSyncs(
+            store: store, clients: httpClients, configuration: configuration, logger: logger)
+        self.sourceSyncs = sourceSyncs
         reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
             maintenance.apply(new)
             backfills.apply(.init(new))
             catalogSync.apply(.init(new))
+            sourceSyncs.apply(new)
         }
         exporter = MetricsExporter(metrics: metrics, logger: logger)
         service = QuakedService(
@@ -91,10 +97,38 @@ public struct QuakedApplication: Sendable {
 
     /// The long-running services, in the order a `ServiceGroup` starts them: the broadcaster, then
     /// `server` (the daemon's control server, if any), then the scheduler, store maintenance, the
-    /// history counter, backfills and the catalog sync. (The metrics listener, the signal handlers
-    /// and systemd's are the daemon's own.)
+    /// history counter, backfills, the catalog sync and the sources. (The metrics listener, the
+    /// signal handlers and systemd's are the daemon's own.)
     public func services(serving server: (any Service)? = nil) -> [any Service] {
-        [broadcaster] + (server.map { [$0] } ?? []) + [scheduler, maintenance, historyMetrics, backfills, catalogSync]
+        [broadcaster] + (server.map { [$0] } ?? []) + [
+            scheduler, maintenance, historyMetrics, backfills, catalogSync, sourceSyncs,
+        ]
+    }
+
+    /// One source's run as `quaked --once` reports it.
+    public struct SourceRun: Sendable {
+        public var name: String
+        /// The store's report; nil when the run failed.
+        public var report: SourceImportReport?
+        /// 200 or 204, when imported.
+        public var httpStatus: Int?
+        /// Events the reader skipped.
+        public var skipped: Int
+        /// Why the run failed.
+        public var failure: QuakedError?
+    }
+
+    /// Runs every configured source once, one after another (`quaked --once`): each run is the one
+    /// the loops make (its position, log and recorded failure).
+    public func runEverySourceOnce() async -> [SourceRun] {
+        await sourceSyncs.runEachOnce().map { name, outcome in
+            switch outcome {
+            case .imported(let report, let httpStatus, let skipped):
+                SourceRun(name: name, report: report, httpStatus: httpStatus, skipped: skipped, failure: nil)
+            case .failed(let failure):
+                SourceRun(name: name, report: nil, httpStatus: failure.httpStatus, skipped: 0, failure: failure)
+            }
+        }
     }
 
     /// Pulls every feed once, one after another, through the scheduler (conditional, with the

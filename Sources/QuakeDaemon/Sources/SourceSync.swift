@@ -1,0 +1,510 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import QuakeAssociation
+import QuakeModel
+import QuakeSources
+import QuakeStore
+import ServiceLifecycle
+import Varlink
+
+/// One `fdsn` source (`source = NAME fdsn URL ...`): every `interval`, asks the FDSN event
+/// service for the events updated since the last successful run's start less `overlap` (the
+/// first run: the last `since`), streams the answer through the format's reader (QuakeML, FDSN
+/// text or EMSC GeoJSON), and imports the reports in one transaction with the run's start as the
+/// new position (``QuakeStore/importSource(_:items:position:query:association:now:)``): the store
+/// associates them with the other sources' and publishes one quake per event. 204 is an answer
+/// without events.
+///
+/// A failed run (no answer, a status other than 200 and 204, a body the reader rejects whole, a
+/// body over `max-feed-size`, a store that refuses the write) imports nothing: the error is
+/// logged with the source's name and recorded in the store
+/// (``QuakeStore/recordSourceFailure(_:error:now:)``), and the run is tried again after
+/// ``RetryPolicy``'s backoff (honouring `Retry-After`). It never stops the daemon or another
+/// source. Events the reader skips (no origin, bad coordinates) are logged and counted; the rest
+/// of the answer is imported.
+final class SourceSync: Service, Sendable {
+    /// Made from the configuration (``init(_:source:)``).
+    struct Settings: Sendable, Equatable {
+        var source: SourceConfiguration
+        var association: AssociationConfiguration
+        var policy: RetryPolicy
+        var limits: FeedPuller.Limits
+
+        init(_ configuration: DaemonConfiguration, source: SourceConfiguration) {
+            self.source = source
+            association = configuration.association
+            policy = RetryPolicy(
+                interval: source.interval, initialDelay: configuration.retryInitialDelay,
+                maxDelay: configuration.retryMaxDelay, retryAfterMax: configuration.retryAfterMax)
+            limits = configuration.pullLimits
+        }
+    }
+
+    /// What one run did.
+    enum Outcome: Sendable {
+        /// Imported (an empty answer, a 204, too): the store's report, the HTTP status, the
+        /// events the reader skipped.
+        case imported(SourceImportReport, httpStatus: Int, skipped: Int)
+        case failed(QuakedError)
+
+        var isSuccess: Bool {
+            if case .imported = self { return true }
+            return false
+        }
+    }
+
+    /// The source's runs as quaked knows them, beside what the store keeps (``SourceState``).
+    struct Status: Sendable {
+        var lastAttempt: Date?
+        var lastSuccess: Date?
+        var lastError: String?
+        var nextRun: Date?
+        var consecutiveFailures = 0
+        var lastReport: SourceImportReport?
+        /// Events the reader skipped in the last successful run.
+        var lastSkipped = 0
+    }
+
+    let name: String
+    private let store: QuakeStore
+    private let clients: FeedHTTPClients
+    private let settings: NIOLockedValueBox<Settings>
+    private let state = NIOLockedValueBox(Status())
+    private let wakeup = Wakeup()
+    private let logger: Logger
+    private let runDone: @Sendable (String, Outcome) -> Void
+
+    init(
+        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger,
+        runDone: @escaping @Sendable (String, Outcome) -> Void = { _, _ in }
+    ) {
+        self.name = settings.source.name
+        self.store = store
+        self.clients = clients
+        self.settings = NIOLockedValueBox(settings)
+        var logger = logger
+        logger[metadataKey: "source.name"] = "\(settings.source.name)"
+        self.logger = logger
+        self.runDone = runDone
+    }
+
+    /// A reload: the next run follows the new settings; a new URL, format or filter runs at once.
+    func apply(_ new: Settings) {
+        let changed = settings.withLockedValue { old -> Bool in
+            defer { old = new }
+            return old.source != new.source || old.association != new.association
+        }
+        if changed { wakeup.signal() }
+    }
+
+    var currentSettings: Settings { settings.withLockedValue { $0 } }
+
+    /// The in-memory status of the runs.
+    var status: Status { state.withLockedValue { $0 } }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.loop()
+        }
+    }
+
+    /// Runs until cancelled: at once, then every interval, or after the backoff of a failure.
+    func loop() async {
+        while !Task.isCancelled {
+            let current = currentSettings
+            // A signal that came during the run is spent by it.
+            wakeup.reset()
+            let outcome = await runOnce(current)
+            if Task.isCancelled { return }
+            let delay: Duration
+            switch outcome {
+            case .imported:
+                delay = current.policy.delayAfterSuccess(freshFor: nil)
+            case .failed(let failure):
+                let failures = state.withLockedValue { $0.consecutiveFailures }
+                let retryAfter = failure.retryAfter.map {
+                    Duration.milliseconds(Int64(max(0, $0.timeIntervalSinceNow) * 1000))
+                }
+                delay = current.policy.delayAfterFailure(failures, retryAfter: retryAfter)
+            }
+            state.withLockedValue { $0.nextRun = Date() + delay.timeInterval }
+            await wakeup.wait(until: .now + delay)
+        }
+    }
+
+    /// One run: asks, reads, imports; a failure is logged and recorded. Never throws.
+    @discardableResult
+    func runOnce(_ settings: Settings) async -> Outcome {
+        let startedAt = Date()
+        state.withLockedValue { $0.lastAttempt = startedAt }
+        let start = Int64((startedAt.timeIntervalSince1970 * 1000).rounded(.down))
+        let source = settings.source
+        var url: URL?
+        let outcome: Outcome
+        do {
+            let position: Int64?
+            do {
+                position = try store.sourcePosition(source.name)
+            } catch {
+                throw QuakedError(
+                    kind: .storage, message: "cannot read the source's position from the store: \(error)", cause: error)
+            }
+            let updatedAfter =
+                position.map { $0 - Int64(source.overlap / .milliseconds(1)) }
+                ?? start - Int64(source.since / .milliseconds(1))
+            let queryURL = Self.queryURL(source, updatedAfter: updatedAfter)
+            url = queryURL
+            logger.debug("asking the source", metadata: ["source.url": "\(queryURL.absoluteString)"])
+            let puller = FeedPuller(clients: clients, limits: settings.limits, userAgent: QuakedVersion.userAgent)
+            let answer = try await Self.fetch(queryURL, source: source, puller: puller)
+            for problem in answer.problems.prefix(10) {
+                logger.warning("event skipped", metadata: ["source.problem": "\(problem)"])
+            }
+            if answer.skipped > 0 {
+                logger.warning(
+                    "events of the answer skipped; the rest is imported",
+                    metadata: ["source.skipped": "\(answer.skipped)", "source.url": "\(queryURL.absoluteString)"])
+            }
+            let report: SourceImportReport
+            do {
+                report = try await store.importSource(
+                    source.name, items: answer.items, position: start, query: queryURL.absoluteString,
+                    association: settings.association, now: startedAt)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw QuakedError(
+                    kind: .storage,
+                    message:
+                        "the store refused the source's reports (\(error)); nothing was imported: check the disk and the state directory",
+                    cause: error)
+            }
+            outcome = .imported(report, httpStatus: answer.httpStatus, skipped: answer.skipped)
+        } catch {
+            if Task.isCancelled || error is CancellationError {
+                return .failed(QuakedError(kind: .cancelled, message: "cancelled: quaked is stopping", cause: error))
+            }
+            outcome = .failed(Self.describe(error, source: source, url: url))
+        }
+        await record(outcome, startedAt: startedAt)
+        runDone(source.name, outcome)
+        return outcome
+    }
+
+    /// Keeps the status, logs the run, records a failure in the store.
+    private func record(_ outcome: Outcome, startedAt: Date) async {
+        switch outcome {
+        case .imported(let report, let httpStatus, let skipped):
+            let previous = state.withLockedValue { status -> Int in
+                defer {
+                    status.lastSuccess = startedAt
+                    status.lastError = nil
+                    status.consecutiveFailures = 0
+                    status.lastReport = report
+                    status.lastSkipped = skipped
+                }
+                return status.consecutiveFailures
+            }
+            let metadata: Logger.Metadata = [
+                "source.items": "\(report.items)", "source.created": "\(report.created)",
+                "source.updated": "\(report.updated)", "source.deleted": "\(report.deleted)",
+                "source.superseded": "\(report.superseded)", "source.ignored": "\(report.ignored)",
+                "http.status": "\(httpStatus)", "history.token": "\(report.token.map { "\($0)" } ?? "none")",
+            ]
+            logger.log(level: report.token == nil ? .debug : .info, "source imported", metadata: metadata)
+            if previous > 0 {
+                logger.notice("the source works again", metadata: ["source.failures": "\(previous)"])
+            }
+        case .failed(let failure):
+            let failures = state.withLockedValue { status -> Int in
+                status.lastError = failure.message
+                status.consecutiveFailures += 1
+                return status.consecutiveFailures
+            }
+            var metadata = failure.logMetadata
+            metadata["source.failures"] = "\(failures)"
+            // Logged at warning when the source starts failing; repeats at debug until it recovers.
+            logger.log(level: failures == 1 ? .warning : .debug, "source run failed", metadata: metadata)
+            do {
+                try await store.recordSourceFailure(name, error: failure.message, now: startedAt)
+            } catch {
+                logger.warning("cannot record the source's failure in the store", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: The query
+
+    /// `query?format=...&orderby=time&updatedafter=...[&minmagnitude=...][&region...]&nodata=204`.
+    static func queryURL(_ source: SourceConfiguration, updatedAfter: Int64) -> URL {
+        var parameters: [(String, String)] = [
+            ("format", source.format.parameter), ("orderby", "time"),
+            ("updatedafter", CatalogQuery.fdsnTime(updatedAfter)),
+        ]
+        parameters += CatalogQuery.filterParameters(minMagnitude: source.minMagnitude, region: source.region)
+        parameters.append(("nodata", "204"))
+        return source.service.queryURL(parameters: parameters)
+    }
+
+    // MARK: Fetching and reading
+
+    /// An answer read whole: its items, and the events the reader skipped.
+    struct Answer: Sendable {
+        var httpStatus: Int
+        var items: [SourceItem] = []
+        var skipped = 0
+        var problems: [SourceProblem] = []
+    }
+
+    /// GETs `url` (the daemon's clients, proxies and limits) and reads the body with the format's
+    /// reader as it streams in. Throws ``QuakedError`` for a status other than 200 and 204, a
+    /// transport failure or timeout, a body over the size limit, or a ``SourceError``.
+    static func fetch(_ url: URL, source: SourceConfiguration, puller: FeedPuller) async throws -> Answer {
+        var headers = HTTPHeaders()
+        headers.add(name: "User-Agent", value: puller.userAgent)
+        headers.add(name: "Accept", value: accept(source.format))
+        headers.add(name: "Accept-Encoding", value: "gzip")
+        let limits = puller.limits
+        let requestHeaders = headers
+        do {
+            return try await withTimeout(limits.totalTimeout) {
+                let deadline = NIODeadline.now() + .nanoseconds(Int64(limits.totalTimeout / .nanoseconds(1)))
+                return try await puller.exchange(url, headers: requestHeaders, deadline: deadline) { response, proxy in
+                    try await read(response, url: url, source: source, maxBytes: limits.maxBytes, proxy: proxy)
+                }
+            }
+        } catch is TimedOut {
+            throw QuakedError(
+                kind: .transport,
+                message:
+                    "asking \(url.absoluteString) failed: no complete answer within the total timeout of \(limits.totalTimeout) (total-timeout)"
+            )
+        }
+    }
+
+    static func accept(_ format: SourceConfiguration.Format) -> String {
+        switch format {
+        case .xml: "application/xml, text/xml"
+        case .text: "text/plain"
+        case .geojson: "application/json, application/geo+json"
+        }
+    }
+
+    private static func read(
+        _ response: FeedPuller.FeedResponse, url: URL, source: SourceConfiguration, maxBytes: Int,
+        proxy: ProxyServer?
+    ) async throws -> Answer {
+        let code = Int(response.status.code)
+        if code == 204 { return Answer(httpStatus: 204) }
+        guard code == 200 else {
+            let body = await firstLine(response)
+            var message = "\(url.absoluteString): the service answered \(code) \(response.status.reasonPhrase)"
+            if !body.isEmpty { message += ": \(body)" }
+            if let proxy { message += " (through the proxy \(proxy) from \(proxy.variable))" }
+            switch code {
+            case 404:
+                message += " (is this an FDSN event service? its URL ends in /fdsnws/event/1/)"
+            case 400, 413:
+                message += " (the service refused the query: check the source's options)"
+            default:
+                break
+            }
+            throw QuakedError(
+                kind: .httpStatus, message: message, httpStatus: code,
+                retryAfter: FeedPuller.retryAfter(response.headers, now: Date()))
+        }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
+            response.headers.first(name: "Content-Encoding") == nil, length > maxBytes
+        {
+            throw QuakedError(
+                kind: .tooLarge,
+                message: "\(url.absoluteString): the answer is \(length) bytes, over max-feed-size (\(maxBytes) bytes)",
+                httpStatus: 200)
+        }
+        let reading = Reading(makeReader(source), maxBytes: maxBytes)
+        do {
+            try await response.chunks { chunk in try reading.consume(chunk) }
+        } catch let error as SourceError {
+            throw error
+        } catch let error as QuakedError {
+            throw error
+        } catch {
+            throw QuakedError(transport: error, url: url, httpStatus: 200, proxy: proxy)
+        }
+        return try reading.finish()
+    }
+
+    /// The reader of the source's format.
+    static func makeReader(_ source: SourceConfiguration) -> any SourceReader {
+        switch source.format {
+        case .xml: QuakeMLReader(source: source.name)
+        case .text: FDSNTextReader(source: source.name)
+        case .geojson: EMSCGeoJSONReader(source: source.name)
+        }
+    }
+
+    /// The first line of an error answer's body that is not markup, shortened.
+    private static func firstLine(_ response: FeedPuller.FeedResponse) async -> String {
+        let collected = NIOLockedValueBox<[UInt8]>([])
+        try? await response.chunks { chunk in
+            collected.withLockedValue { if $0.count < 4096 { $0 += chunk.prefix(4096 - $0.count) } }
+        }
+        let text = String(decoding: collected.withLockedValue { $0 }, as: UTF8.self)
+        let line =
+            text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { !$0.isEmpty && !$0.hasPrefix("<") } ?? ""
+        return String(line.prefix(300))
+    }
+
+    /// A failure in words, with what to do about it.
+    static func describe(_ error: any Error, source: SourceConfiguration, url: URL?) -> QuakedError {
+        let where_ = url?.absoluteString ?? source.service.description
+        switch error {
+        case let error as SourceError:
+            let remedy: String
+            switch error.kind {
+            case .htmlPage:
+                remedy =
+                    "the service answered an HTML page instead of \(source.format.rawValue) (a maintenance or error page?); will try again"
+            case .malformedXML, .notQuakeML:
+                remedy =
+                    "the answer is not QuakeML: check that the URL is an FDSN event service that answers format=xml, or set format=text"
+            case .badHeader, .wrongColumns, .lineTooLong:
+                remedy =
+                    "the answer is not FDSN text: check that the URL is an FDSN event service that answers format=text, or set format=xml"
+            case .malformedJSON, .wrongShape:
+                remedy =
+                    "the answer is not EMSC's GeoJSON: check that the service answers format=json, or set format=xml"
+            }
+            return QuakedError(
+                kind: .invalidFeed, message: "\(where_): \(error); \(remedy); nothing was imported", httpStatus: 200,
+                cause: error)
+        case var error as QuakedError:
+            if error.kind != .storage { error.message += "; nothing was imported" }
+            return error
+        default:
+            return QuakedError(kind: .other, message: "\(where_): \(error); nothing was imported", cause: error)
+        }
+    }
+
+    /// The reader and what it has read so far; the body's chunks come one after another.
+    private final class Reading: @unchecked Sendable {
+        private let lock = NSLock()
+        private var reader: any SourceReader
+        private var items: [SourceItem] = []
+        private var bytes = 0
+        private let maxBytes: Int
+
+        init(_ reader: any SourceReader, maxBytes: Int) {
+            self.reader = reader
+            self.maxBytes = maxBytes
+        }
+
+        func consume(_ chunk: [UInt8]) throws {
+            try lock.withLock {
+                bytes += chunk.count
+                guard bytes <= maxBytes else {
+                    throw QuakedError(
+                        kind: .tooLarge,
+                        message: "the answer is over max-feed-size (\(maxBytes) bytes): ask for less (min-magnitude=, region=, a shorter interval=)",
+                        httpStatus: 200)
+                }
+                try reader.consume(chunk) { items.append($0) }
+            }
+        }
+
+        func finish() throws -> Answer {
+            try lock.withLock {
+                try reader.finish { items.append($0) }
+                return Answer(httpStatus: 200, items: items, skipped: reader.skippedCount, problems: reader.problems)
+            }
+        }
+    }
+}
+
+/// The sources' loops: one ``SourceSync`` per configured source, run together in the daemon's
+/// service group. A reload keeps the sources that stay (their new settings applied), starts the
+/// new ones and stops the removed ones.
+final class SourceSyncs: Service, Sendable {
+    private struct State {
+        var syncs: [SourceSync] = []
+    }
+
+    private let store: QuakeStore
+    private let clients: FeedHTTPClients
+    private let logger: Logger
+    private let state: NIOLockedValueBox<State>
+    private let replanned = Wakeup()
+    private let runDone: @Sendable (String, SourceSync.Outcome) -> Void
+
+    init(
+        store: QuakeStore, clients: FeedHTTPClients, configuration: DaemonConfiguration, logger: Logger,
+        runDone: @escaping @Sendable (String, SourceSync.Outcome) -> Void = { _, _ in }
+    ) {
+        self.store = store
+        self.clients = clients
+        self.logger = logger
+        self.runDone = runDone
+        let syncs = configuration.sources.map {
+            SourceSync(
+                store: store, clients: clients, settings: .init(configuration, source: $0), logger: logger,
+                runDone: runDone)
+        }
+        state = NIOLockedValueBox(State(syncs: syncs))
+    }
+
+    /// The sources, in configuration order.
+    var syncs: [SourceSync] { state.withLockedValue { $0.syncs } }
+
+    /// A reload.
+    func apply(_ configuration: DaemonConfiguration) {
+        let changedSet = state.withLockedValue { state -> Bool in
+            var next: [SourceSync] = []
+            for source in configuration.sources {
+                let settings = SourceSync.Settings(configuration, source: source)
+                if let kept = state.syncs.first(where: { $0.name == source.name }) {
+                    kept.apply(settings)
+                    next.append(kept)
+                } else {
+                    next.append(
+                        SourceSync(
+                            store: store, clients: clients, settings: settings, logger: logger, runDone: runDone))
+                }
+            }
+            let changed = next.map(ObjectIdentifier.init) != state.syncs.map(ObjectIdentifier.init)
+            state.syncs = next
+            return changed
+        }
+        if changedSet { replanned.signal() }
+    }
+
+    /// Runs every source once, one after another (`quaked --once`).
+    func runEachOnce() async -> [(String, SourceSync.Outcome)] {
+        var results: [(String, SourceSync.Outcome)] = []
+        for sync in syncs {
+            results.append((sync.name, await sync.runOnce(sync.currentSettings)))
+        }
+        return results
+    }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                // Reset first: a reload after this is seen by the next wait.
+                self.replanned.reset()
+                let syncs = self.syncs
+                await withTaskGroup(of: Void.self) { group in
+                    for sync in syncs {
+                        group.addTask { await sync.loop() }
+                    }
+                    group.addTask { await self.replanned.wait() }
+                    await group.next()
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+}
