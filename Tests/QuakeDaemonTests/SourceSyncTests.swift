@@ -1,0 +1,179 @@
+import Foundation
+import QuakeProtocol
+import QuakeStore
+import QuakeTestSupport
+import Testing
+
+@testable import QuakeDaemon
+
+/// `source = NAME fdsn URL` against real FDSN services over HTTP and a real quaked process: two
+/// agencies' reports of one quake become one quake, the next run asks with `updatedafter`, a
+/// failing source records its error while the other goes on, and 204 is a success.
+extension EndToEnd {
+    @Suite("fdsn sources")
+    struct SourceSyncTests {
+        /// A USGS feature as FDSNTestService holds it, and writes as QuakeML or text.
+        static func feature(
+            id: String, net: String, time: Int64, latitude: Double, longitude: Double, magnitude: Double,
+            updated: Int64
+        ) -> String {
+            """
+            {"type":"Feature","properties":{"mag":\(magnitude),"place":"near a test town","time":\(time),\
+            "updated":\(updated),"status":"reviewed","net":"\(net)","code":"\(id.dropFirst(2))","ids":",\(id),",\
+            "type":"earthquake","magType":"ml"},"geometry":{"type":"Point","coordinates":[\(longitude),\(latitude),10]},\
+            "id":"\(id)"}
+            """
+        }
+
+        static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+        /// A config with the sources, quick retries, and no feed.
+        static func writeConfig(_ url: URL, sources: [String]) throws {
+            try ("feed = none\nretry-initial-delay = 50ms\nretry-max-delay = 300ms\n"
+                + sources.map { "source = \($0)\n" }.joined())
+                .write(to: url, atomically: true, encoding: .utf8)
+        }
+
+        @Test(
+            "two agencies (QuakeML and text) reporting one quake 5 s and 20 km apart give one quake naming both; the next run asks with updatedafter"
+        )
+        func twoAgenciesOneQuake() async throws {
+            try await FeedTestServer.withServer { server in
+                let alpha = FDSNTestService(on: server, basePath: "/alpha/fdsnws/event/1/")
+                let beta = FDSNTestService(on: server, basePath: "/beta/fdsnws/event/1/")
+                let time = Self.now() - 3_600_000
+                let updated = Self.now() - 1_800_000
+                try alpha.add(
+                    feature: Self.feature(
+                        id: "aa0001", net: "aa", time: time, latitude: 42.5, longitude: 13.25, magnitude: 4.4,
+                        updated: updated))
+                // 5 s later and 0.18 degrees north: about 20 km.
+                try beta.add(
+                    feature: Self.feature(
+                        id: "bb0001", net: "bb", time: time + 5000, latitude: 42.68, longitude: 13.25, magnitude: 4.6,
+                        updated: updated))
+                // Another quake only beta has, far away.
+                try beta.add(
+                    feature: Self.feature(
+                        id: "bb0002", net: "bb", time: time - 600_000, latitude: -20, longitude: 170, magnitude: 5.1,
+                        updated: updated))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(
+                        config,
+                        sources: [
+                            "alpha fdsn \(alpha.baseURL) format=xml overlap=1m",
+                            "beta fdsn \(beta.baseURL) format=text min-magnitude=1",
+                        ])
+                    var daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { store in
+                            try store.sourceStates().filter { $0.lastSuccess != nil }.count == 2
+                        }
+                    }
+                    let quakes = try daemon.withStore { try $0.allQuakes() }.sorted { $0.id < $1.id }
+                    #expect(quakes.count == 2, "\(quakes.map(\.id))")
+                    let joint = try #require(quakes.first { $0.ids?.contains("aa0001") == true }, "\(quakes.map(\.ids))")
+                    // Named after the report that came first (the two sources run at once).
+                    #expect(["aa0001", "bb0001"].contains(joint.id))
+                    #expect(joint.ids?.contains("aa0001") == true && joint.ids?.contains("bb0001") == true)
+                    #expect(joint.sources?.contains("aa") == true && joint.sources?.contains("bb") == true)
+                    let reports = try daemon.withStore { try $0.reports(ofEvent: joint.id) }
+                    #expect(Set(reports.map(\.source)) == ["alpha", "beta"])
+                    #expect(quakes.contains { $0.id == "bb0002" })
+
+                    // The queries: each service in its format, ordered by time, with nodata=204 and
+                    // the filters; the first run's updatedafter is a day back (since=1d).
+                    let alphaFirst = try #require(alpha.log.first { $0.endpoint == .query })
+                    #expect(alphaFirst.status == 200)
+                    #expect(alphaFirst.query?.format == "xml" && alphaFirst.query?.orderBy == .time)
+                    #expect(alphaFirst.query?.noData == 204)
+                    let firstAfter = try #require(alphaFirst.query?.updatedAfter)
+                    #expect(abs(firstAfter - (Self.now() - 86_400_000)) < 120_000)
+                    let betaFirst = try #require(beta.log.first { $0.endpoint == .query })
+                    #expect(betaFirst.query?.format == "text" && betaFirst.query?.minMagnitude == 1)
+                    #expect(betaFirst.request.header("User-Agent")?.hasPrefix("quaked/") == true)
+
+                    // A restart: the next run asks for what changed since the kept position, less the overlap.
+                    #expect(try await daemon.stop() == 0)
+                    let position = try #require(try daemon.withStore { try $0.sourcePosition("alpha") })
+                    #expect(abs(position - Self.now()) < 120_000)
+                    alpha.clearLog()
+                    // Meanwhile alpha revised its magnitude.
+                    try alpha.setMagnitude(id: "aa0001", mag: 4.7, updated: Self.now())
+                    daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) {
+                        alpha.log.contains { $0.endpoint == .query && $0.status == 200 }
+                    }
+                    let second = try #require(alpha.log.first { $0.endpoint == .query })
+                    #expect(second.query?.updatedAfter == position - 60_000)
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.reports(ofEvent: joint.id).contains { $0.magnitude == 4.7 } }
+                    }
+                    // Still one quake for the pair, and the store checks out.
+                    #expect(try daemon.withStore { try $0.allQuakes().count } == 2)
+                    #expect(try daemon.withStore { try $0.checkIntegrity() } == [])
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
+
+        @Test(
+            "a source answering an HTML page records its error and imports nothing, the other keeps importing; a 204 is a success without changes"
+        )
+        func failingSourceAndNoData() async throws {
+            try await FeedTestServer.withServer { server in
+                let broken = FDSNTestService(on: server, basePath: "/broken/fdsnws/event/1/")
+                let good = FDSNTestService(on: server, basePath: "/good/fdsnws/event/1/")
+                let time = Self.now() - 3_600_000
+                try broken.add(
+                    feature: Self.feature(
+                        id: "xx0001", net: "xx", time: time, latitude: 10, longitude: 10, magnitude: 3,
+                        updated: time))
+                try good.add(
+                    feature: Self.feature(
+                        id: "gg0001", net: "gg", time: time, latitude: 40, longitude: -120, magnitude: 3.5,
+                        updated: time))
+                broken.failAlways = .maintenancePage()
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(
+                        config,
+                        sources: ["broken fdsn \(broken.baseURL)", "good fdsn \(good.baseURL) format=text"])
+                    let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    // The broken source fails again and again (backing off), the good one imports.
+                    try await waitUntil(timeout: .seconds(30)) {
+                        let stored = try daemon.withStore { try $0.quake(id: "gg0001") != nil }
+                        return broken.log.filter { $0.endpoint == .query }.count >= 3 && stored
+                    }
+                    let states = try daemon.withStore { try $0.sourceStates() }
+                    let brokenState = try #require(states.first { $0.name == "broken" })
+                    #expect(brokenState.lastSuccess == nil && brokenState.position == nil)
+                    let error = try #require(brokenState.lastError)
+                    #expect(error.contains("HTML page"), "\(error)")
+                    #expect(error.contains("nothing was imported"), "\(error)")
+                    #expect(brokenState.reportCount == 0)
+                    #expect(try daemon.withStore { try $0.quake(id: "xx0001") } == nil)
+                    let goodState = try #require(states.first { $0.name == "good" })
+                    #expect(goodState.lastError == nil && goodState.reportCount == 1)
+                    // The log names the source and what to do.
+                    #expect(daemon.process.stderr.contains("source run failed"), "\(daemon.process.stderr.suffix(2000))")
+                    #expect(daemon.process.stderr.contains("source.name=broken"), "\(daemon.process.stderr.suffix(2000))")
+
+                    // The service recovers, with nothing new: 204, a success that changes nothing.
+                    let head = try daemon.withStore { try $0.head() }
+                    broken.removeAll()
+                    broken.failAlways = nil
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.sourceStates().first { $0.name == "broken" }?.lastSuccess != nil }
+                    }
+                    #expect(broken.log.last { $0.endpoint == .query }?.status == 204)
+                    let recovered = try #require(try daemon.withStore { try $0.sourceStates() }.first { $0.name == "broken" })
+                    #expect(recovered.lastError == nil && recovered.position != nil && recovered.reportCount == 0)
+                    #expect(try daemon.withStore { try $0.head() } == head, "a 204 makes no history")
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
+    }
+}
