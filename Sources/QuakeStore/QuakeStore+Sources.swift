@@ -197,6 +197,7 @@ extension QuakeStore {
                     tombstone: associator.tombstone(key))
             }
             try importer.publish(changes, associator: associator, recorder: &recorder)
+            try importer.republishNamesakes(associator: associator, recorder: &recorder)
 
             // Retractions are remembered for the retention horizon.
             let cutoff = nowMilliseconds - Self.reportTombstoneRetention
@@ -423,6 +424,10 @@ struct SourceImport {
     let now: Int64
     /// The largest creation number of the events this transaction created.
     private(set) var lastCreated: Int64 = 0
+    /// The events whose rows this transaction wrote, and the ids of every event it created,
+    /// updated or deleted (see ``republishNamesakes(associator:recorder:)``).
+    private var published: Set<String> = []
+    private var changedIDs: Set<String> = []
     private let encoder = JSONEncoder()
 
     init(db: Database, name: String, now: Date) throws {
@@ -464,6 +469,7 @@ struct SourceImport {
     /// Writes each changed event and its quake row, recording the row's change.
     mutating func publish(_ changes: [EventChange], associator: Associator, recorder: inout HistoryRecorder) throws {
         for change in changes {
+            changedIDs.insert(change.eventID)
             switch change {
             case .created(let event), .updated(let event):
                 if case .created = change { lastCreated = max(lastCreated, Int64(clamping: event.created)) }
@@ -480,10 +486,7 @@ struct SourceImport {
                         arguments: [event.id, key.source, key.id, event.id])
                     if let report = associator.report(key) { members.append(report) }
                 }
-                let feature = QuakeStore.feature(of: event, members: members, now: now) {
-                    associator.event(id: $0) != nil
-                }
-                try publish(feature, recorder: &recorder)
+                try publish(event, members: members, associator: associator, recorder: &recorder)
             case .deleted(let id, let survivor):
                 try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
                 guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
@@ -493,6 +496,33 @@ struct SourceImport {
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
             }
         }
+    }
+
+    /// Writes the rows of the events not written yet that hold a report whose id is the id of an
+    /// event this transaction created, updated or deleted: their `ids` leave out a member id while
+    /// another event has it (``QuakeStore/feature(of:members:now:isOtherEvent:)``), so they change
+    /// when such an event comes or goes.
+    mutating func republishNamesakes(associator: Associator, recorder: inout HistoryRecorder) throws {
+        var holders = Set<String>()
+        for id in changedIDs.sorted() {
+            holders.formUnion(
+                try String.fetchAll(
+                    db, sql: "SELECT DISTINCT event FROM reports WHERE id = ? AND event <> ?", arguments: [id, id]))
+        }
+        for id in holders.subtracting(published).sorted() {
+            guard let event = associator.event(id: id) else { continue }
+            try publish(
+                event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
+                recorder: &recorder)
+        }
+    }
+
+    private mutating func publish(
+        _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder
+    ) throws {
+        published.insert(event.id)
+        let feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
+        try publish(feature, recorder: &recorder)
     }
 
     /// Inserts the row, or updates the stored one when a field differs.

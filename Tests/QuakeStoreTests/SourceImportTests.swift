@@ -216,6 +216,30 @@ struct SourceImportTests {
         }
     }
 
+    @Test("a row's ids never name another row; when that row goes, the id comes back")
+    func idsNeverNameAnotherRow() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            try await Self.importChecked("ingv", [Self.ingv1, Self.emsc1], into: store)
+            let away = Self.report("emsc", "emsc1", time: Self.t0 + 60_000, lat: 42.18, updated: Self.nowMs - 50_000)
+            try await Self.importChecked("emsc", [away], into: store)
+            // The split gives the id ingv1 to the part without INGV's report (the Associator's
+            // tie rule: the group with the smaller first key), so INGV's report is in another row.
+            let holder = try #require(try store.allQuakes().first { $0.code == "ingv1" })
+            try #require(holder.id != "ingv1", "this test needs the split to give the id away")
+            #expect(holder.ids == nil, "ingv1 is another row's id")
+            let other = try #require(try store.quake(id: "ingv1"))
+            #expect(other.ids == ",emsc1,")
+
+            // That row goes: the holder's ids name INGV's report again, in the same transaction.
+            let gone = try await Self.importChecked(
+                "emsc", [.retraction(source: "emsc", id: "emsc1", updated: Self.nowMs - 30_000)], into: store)
+            #expect(gone.deleted == 1 && gone.updated == 1)
+            #expect(try store.quake(id: holder.id)?.ids == ",ingv1,")
+            #expect(try store.allQuakes().count == 1)
+        }
+    }
+
     @Test("a stale or unchanged copy is ignored, with no history")
     func staleCopyIgnored() async throws {
         try await withTemporaryDirectory { dir in
@@ -299,6 +323,7 @@ struct SourceImportTests {
             try await Self.importChecked("ingv", [Self.ingv1], into: store, position: 1_000)
             let before = try StoreSnapshot(store)
             let tablesBefore = try await Self.sourceTables(store)
+            let cached = try #require(store.associatorCache.entry)
 
             store.associatorCache.failNextImportBeforeCommit = true
             await #expect(throws: InjectedSourceImportFailure.self) {
@@ -309,6 +334,11 @@ struct SourceImportTests {
             #expect(try StoreSnapshot(store) == before)
             #expect(try await Self.sourceTables(store) == tablesBefore)
             #expect(try store.sourcePosition("emsc") == nil)
+            // The associator in memory is the one from before, still valid for the tables.
+            let kept = try #require(store.associatorCache.entry)
+            #expect(kept.generation == cached.generation)
+            #expect(kept.associator.reportCount == 1)
+            #expect(kept.associator.report(ReportKey(source: "emsc", id: "emsc1")) == nil)
 
             // The next import behaves as if the failed one had never run.
             let report = try await Self.importChecked("emsc", [Self.emsc1], into: store, position: 2_000)
