@@ -240,6 +240,28 @@ struct SourceImportTests {
         }
     }
 
+    @Test("one run naming a report several times: each item counted in order, the net change published")
+    func sameKeyTwiceInOneRun() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            let revised = Self.report("ingv", "ingv1", mag: 4.6, updated: Self.nowMs - 10_000)
+            let older = Self.report("ingv", "ingv1", mag: 3.0, updated: Self.nowMs - 90_000)
+            let report = try await Self.importChecked("ingv", [Self.ingv1, revised, older], into: store)
+            #expect(report.applied == 2 && report.ignored == 1 && report.created == 1)
+            #expect(try store.quake(id: "ingv1")?.mag == 4.6)
+            #expect(try store.history(after: 0).transactions.map { $0.changes.map(\.kind) } == [[.insert]])
+
+            // Reported and retracted in one run: nothing published, the retraction remembered.
+            let brief = Self.report("ingv", "ingv9", time: Self.t0 + 900_000, lat: 38, lon: 15)
+            let retraction = SourceItem.retraction(source: "ingv", id: "ingv9", updated: Self.nowMs - 30_000)
+            let both = try await Self.importChecked("ingv", [brief, retraction], into: store)
+            #expect(both.applied == 2 && both.token == nil)
+            #expect(try store.quake(id: "ingv9") == nil)
+            let stale = try await Self.importChecked("ingv", [brief], into: store)
+            #expect(stale.ignored == 1 && stale.token == nil)
+        }
+    }
+
     @Test("a stale or unchanged copy is ignored, with no history")
     func staleCopyIgnored() async throws {
         try await withTemporaryDirectory { dir in
