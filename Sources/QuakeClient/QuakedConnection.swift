@@ -133,6 +133,16 @@ public struct QuakedConnection: Sendable {
         try await call(IOQuaked.Get.self, .init(id: id)).quake
     }
 
+    /// Every source's report of the event `id`, the preferred first (GetReports); nil from a
+    /// quaked older than the method, which answers MethodNotFound.
+    public func reports(id: String) async throws -> [IOQuaked.Report]? {
+        do {
+            return try await call(IOQuaked.GetReports.self, .init(id: id)).reports
+        } catch OrgVarlinkService.Failure.methodNotFound {
+            return nil
+        }
+    }
+
     public func delete(ids: [String]) async throws -> IOQuaked.Delete.Reply {
         try await call(IOQuaked.Delete.self, .init(ids: ids))
     }

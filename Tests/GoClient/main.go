@@ -149,6 +149,7 @@ func (c *client) run() {
 	c.query(quakes)
 	c.get(quakes)
 	c.getUnknown()
+	c.getReports(quakes)
 	c.deleteUnknown()
 	c.reload()
 	c.metrics()
@@ -360,12 +361,13 @@ func (c *client) getStatus() (storeID string, ok bool) {
 	ctx, cancel := c.context()
 	defer cancel()
 	c.sum.Calls++
-	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, catalog, backfills, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
+	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, catalog, backfills, sources, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
 	f, _, ok := c.reply(label, "io.quaked.GetStatus", l, callErr, false)
 	if !ok || !c.decoded(label, f, map[string]interface{}{
 		"version": version, "storeId": storeID, "headToken": head, "oldestToken": oldest,
 		"quakeCount": count, "databaseBytes": dbBytes, "lastChange": lastChange, "feeds": feeds,
 		"subscribers": subscribers, "clients": clients, "catalog": catalog, "backfills": backfills,
+		"sources": sources,
 	}) {
 		return "", false
 	}
@@ -805,6 +807,67 @@ func (c *client) getUnknown() {
 		return
 	}
 	c.ok(label)
+}
+
+// getReports asks for the reports of a stored quake (a feed's quake has none: an empty list),
+// then of an unknown id, which is NoSuchQuake.
+func (c *client) getReports(quakes []ioquaked.Quake) {
+	const label = "GetReports"
+	if len(quakes) == 0 {
+		c.sum.Skipped = append(c.sum.Skipped, "GetReports (the snapshot is empty)")
+		return
+	}
+	id := quakes[len(quakes)/2].Id
+	l, err := c.link()
+	if err != nil {
+		c.fail(label, "%v", err)
+		return
+	}
+	ctx, cancel := c.context()
+	defer cancel()
+	c.sum.Calls++
+	reports, callErr := ioquaked.GetReports().Call(ctx, l.conn, id)
+	f, _, ok := c.reply(label, "io.quaked.GetReports", l, callErr, false)
+	if !ok || !c.decoded(label, f, map[string]interface{}{"reports": reports}) {
+		return
+	}
+	preferred := 0
+	for _, r := range reports {
+		if r.Preferred {
+			preferred++
+		}
+	}
+	if len(reports) > 0 && (preferred != 1 || !reports[0].Preferred) {
+		c.fail(label, "the preferred report is not the one first: %+v", reports)
+		return
+	}
+	c.ok(label)
+
+	const unknownLabel = "GetReports:NoSuchQuake"
+	l, err = c.link()
+	if err != nil {
+		c.fail(unknownLabel, "%v", err)
+		return
+	}
+	c.sum.Calls++
+	_, callErr = ioquaked.GetReports().Call(ctx, l.conn, unknownID)
+	f, errName, ok := c.reply(unknownLabel, "io.quaked.GetReports", l, callErr, false, "io.quaked.NoSuchQuake")
+	if !ok {
+		return
+	}
+	var e *ioquaked.NoSuchQuake
+	if errName == "" || !errors.As(callErr, &e) {
+		c.fail(unknownLabel, "GetReports of an unknown id: %v", callErr)
+		return
+	}
+	if !c.decoded(unknownLabel, f, e) {
+		return
+	}
+	if e.Id != unknownID {
+		c.fail(unknownLabel, "NoSuchQuake names %q", e.Id)
+		return
+	}
+	c.ok(unknownLabel)
 }
 
 func (c *client) deleteUnknown() {

@@ -88,6 +88,20 @@ with varlink.Client(address=address) as client:
                 return
             raise AssertionError("no error")
 
+        def get_reports():
+            reports = quaked.GetReports(id=seen["someId"])["reports"]
+            assert isinstance(reports, list), reports
+            assert all(r["preferred"] == (i == 0) for i, r in enumerate(reports)), reports
+
+        def get_reports_unknown():
+            try:
+                quaked.GetReports(id="python-peer-no-such-quake")
+            except varlink.VarlinkError as e:
+                assert e.error() == "io.quaked.NoSuchQuake", e.error()
+                assert e.parameters()["id"] == "python-peer-no-such-quake"
+                return
+            raise AssertionError("no error")
+
         def delete():
             try:
                 r = quaked.Delete(ids=["python-peer-no-such-quake"])
@@ -144,7 +158,8 @@ with varlink.Client(address=address) as client:
 
         for name, fn in [("GetStatus", status), ("Refresh", refresh), ("FetchHistory", history),
                          ("Acknowledge", acknowledge), ("Snapshot", snapshot), ("Query", query), ("Get", get),
-                         ("Get:NoSuchQuake", get_unknown), ("Delete", delete), ("Reload", reload),
+                         ("Get:NoSuchQuake", get_unknown), ("GetReports", get_reports),
+                         ("GetReports:NoSuchQuake", get_reports_unknown), ("Delete", delete), ("Reload", reload),
                          ("Metrics", metrics), ("Backfill", backfill), ("BackfillStatus", backfill_status),
                          ("BackfillStatus:NoSuchBackfill", backfill_unknown), ("BackfillCancel", backfill_cancel)]:
             check(name, fn)

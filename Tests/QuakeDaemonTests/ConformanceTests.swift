@@ -103,8 +103,8 @@ extension EndToEnd {
                 #expect(
                     ok == [
                         "GetStatus", "Refresh", "FetchHistory", "Acknowledge", "Snapshot", "Query", "Get",
-                        "Get:NoSuchQuake", "Delete", "Reload", "Subscribe", "Metrics", "Backfill", "BackfillStatus",
-                        "BackfillStatus:NoSuchBackfill", "BackfillCancel",
+                        "Get:NoSuchQuake", "GetReports", "GetReports:NoSuchQuake", "Delete", "Reload", "Subscribe",
+                        "Metrics", "Backfill", "BackfillStatus", "BackfillStatus:NoSuchBackfill", "BackfillCancel",
                     ], "\(result.stdout)")
                 let changes = (summary?["seen"] as? [String: Any])?["changes"] as? [String: Int] ?? [:]
                 #expect(changes["insert"] ?? 0 > 0)
@@ -127,8 +127,8 @@ extension EndToEnd {
                     let ok = (summary?["ok"] as? [String] ?? []).map { $0.split(separator: ":").first.map(String.init) ?? $0 }
                     for method in [
                         "GetInfo", "GetInterfaceDescription", "GetStatus", "Refresh", "Subscribe", "FetchHistory",
-                        "Acknowledge", "Snapshot", "Query", "Get", "Delete", "Reload", "Metrics", "Backfill",
-                        "BackfillStatus", "BackfillCancel",
+                        "Acknowledge", "Snapshot", "Query", "Get", "GetReports", "Delete", "Reload", "Metrics",
+                        "Backfill", "BackfillStatus", "BackfillCancel",
                     ] {
                         #expect(ok.contains(method), "\(method) not called: \(result.stdout)")
                     }

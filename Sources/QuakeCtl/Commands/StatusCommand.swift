@@ -7,7 +7,7 @@ import Foundation
 public struct StatusCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show quaked's version, store, history, feeds and clients.")
+        abstract: "Show quaked's version, store, history, feeds, sources and clients.")
 
     @OptionGroup public var options: ClientOptions
 
@@ -31,6 +31,25 @@ public struct StatusCommand: AsyncParsableCommand {
         case .notModified: "not modified"
         case .failed: "failed"
         }
+    }
+
+    /// The sources section: each source's reports stored, last success and position, and the
+    /// last run's error while it stands.
+    static func sourcesText(_ sources: [IOQuaked.SourceStatus], _ style: OutputStyle, now: Date = Date()) -> String {
+        func when(_ ms: Int) -> String { Formatting.time(ms, style, now: now) }
+        var out = style.bold("sources") + "\n"
+        for source in sources {
+            var line = "  \(style.bold(source.name))  \(Formatting.count(source.reports)) report"
+            if source.reports != 1 { line += "s" }
+            line += " · last success \(source.lastSuccess.map(when) ?? "never")"
+            if let position = source.position { line += " · position \(when(position))" }
+            out += line + "\n"
+            if let error = source.lastError {
+                let at = source.lastAttempt.map { " (\(when($0)))" } ?? ""
+                out += "    " + style.paint("error\(at): \(error)", .red) + "\n"
+            }
+        }
+        return out
     }
 
     static func text(_ s: IOQuaked.GetStatus.Reply, _ style: OutputStyle, now: Date = Date()) -> String {
@@ -95,6 +114,7 @@ public struct StatusCommand: AsyncParsableCommand {
             if let error = catalog.lastError { out += "    " + style.paint("error: \(error)", .red) + "\n" }
             if let next = catalog.nextRun { out += "    next run \(when(next))\n" }
         }
+        if let sources = s.sources, !sources.isEmpty { out += Self.sourcesText(sources, style, now: now) }
         if let jobs = s.backfills, !jobs.isEmpty {
             out += style.bold("backfills") + "\n"
             for job in jobs { out += "  " + BackfillCommand.summary(job) + "\n" }

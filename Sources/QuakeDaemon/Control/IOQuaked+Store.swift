@@ -114,6 +114,42 @@ extension IOQuaked.FeedStatus {
     static func milliseconds(_ date: Date) -> Int { Int(QuakeTime.milliseconds(date)) }
 }
 
+extension IOQuaked.SourceStatus {
+    init(_ state: SourceState) {
+        self.init(
+            name: state.name, position: state.position.map(Int.init), lastAttempt: state.lastAttempt.map(Int.init),
+            lastSuccess: state.lastSuccess.map(Int.init), lastError: state.lastError, lastQuery: state.lastQuery,
+            reports: state.reportCount)
+    }
+}
+
+extension IOQuaked.Report {
+    init(_ report: SourceReport, preferred: Bool) {
+        self.init(
+            source: report.source, agency: report.agency, id: report.id, time: Int(report.time), lat: report.latitude,
+            lon: report.longitude, depth: report.depth, mag: report.magnitude, magType: report.magnitudeType,
+            place: report.place, type: report.eventType, status: report.evaluationStatus?.rawValue,
+            mode: report.evaluationMode?.rawValue, updated: report.updated.map(Int.init), preferred: preferred)
+    }
+}
+
+extension QuakeStore {
+    /// GetStatus's `sources`: every source the store has state for, by name; nil when there is
+    /// none, so that a store without sources answers as before.
+    func interfaceSources() throws -> [IOQuaked.SourceStatus]? {
+        let states = try sourceStates()
+        return states.isEmpty ? nil : states.map(IOQuaked.SourceStatus.init)
+    }
+
+    /// GetReports' reply: the event's reports, the preferred (the store's first) marked. An id
+    /// the store does not hold is NoSuchQuake; a stored quake without reports has an empty list.
+    func interfaceReports(ofEvent id: String) throws -> [IOQuaked.Report] {
+        let reports = try reports(ofEvent: id)
+        if reports.isEmpty, try quake(id: id) == nil { throw IOQuaked.NoSuchQuake(id: id) }
+        return reports.enumerated().map { IOQuaked.Report($0.element, preferred: $0.offset == 0) }
+    }
+}
+
 extension IOQuaked.ReloadFailed {
     /// A rejected configuration: its reason in words and, when known, where the value found
     /// wrong was set.

@@ -56,7 +56,8 @@ public struct QuakedService: IOQuaked.Service {
                     name: $0.name, token: Int($0.token), lag: Int(max(0, head - $0.token)), lastSeen: Int($0.lastSeen),
                     lastError: $0.lastError, lastErrorAt: $0.lastErrorAt.map(Int.init))
             }, catalog: catalogSync.describe(),
-            backfills: try store.unfinishedBackfillJobs().map(backfills.describe))
+            backfills: try store.unfinishedBackfillJobs().map(backfills.describe),
+            sources: try store.interfaceSources())
     }
 
     public func refresh(_ parameters: IOQuaked.Refresh.Parameters, _ call: VarlinkCallContext<IOQuaked.Refresh.Reply>)
@@ -197,6 +198,12 @@ public struct QuakedService: IOQuaked.Service {
     public func get(_ parameters: IOQuaked.Get.Parameters, _ call: VarlinkCallContext<IOQuaked.Get.Reply>) async throws {
         guard let quake = try store.quake(id: parameters.id) else { throw IOQuaked.NoSuchQuake(id: parameters.id) }
         try await call.reply(.init(quake: IOQuaked.Quake(quake)))
+    }
+
+    public func getReports(
+        _ parameters: IOQuaked.GetReports.Parameters, _ call: VarlinkCallContext<IOQuaked.GetReports.Reply>
+    ) async throws {
+        try await call.reply(.init(reports: try store.interfaceReports(ofEvent: parameters.id)))
     }
 
     public func delete(_ parameters: IOQuaked.Delete.Parameters, _ call: VarlinkCallContext<IOQuaked.Delete.Reply>)
