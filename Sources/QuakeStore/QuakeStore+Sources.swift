@@ -135,7 +135,8 @@ extension QuakeStore {
     /// or `source NAME` without one): a created event an insert, an updated one an update with its
     /// field changes, an event merged into another a delete with reason `superseded` naming the
     /// survivor, and an event whose reports were all retracted a delete with reason
-    /// `deleted-upstream`. An event's row is made from its reports (see ``feature(of:members:now:)``).
+    /// `deleted-upstream`. An event's row is made from its reports (see
+    /// ``feature(of:members:now:isOtherEvent:)``).
     ///
     /// The source's row of `sources` is written in the same transaction: `position` (kept when
     /// nil), the attempt and success times and `query`, the error cleared. Retraction tombstones
@@ -145,7 +146,12 @@ extension QuakeStore {
     /// changes the rebuild finds are applied and published in this transaction) when `association`
     /// differs from the one it was built with, on the first import after the store was opened,
     /// and when another writer imported since. When the transaction fails, the tables, the quake
-    /// rows and the associator in memory are all left as they were.
+    /// rows and the associator in memory are all left as they were, and the error (SQLite's) is
+    /// thrown; the caller records it with ``recordSourceFailure(_:error:now:)``.
+    ///
+    /// Not yet done here: event retention (a report of an expired event brings its row back, and
+    /// the reports of expired events are kept) and the USGS feed as a source (a quake row the feed
+    /// wrote under an event's id is taken for the event's row).
     public func importSource(
         _ name: String, items: [SourceItem], position: Int64?, query: String?,
         association: AssociationConfiguration, now: Date = Date()
@@ -305,7 +311,8 @@ extension QuakeStore {
         """
 
     static func sourceReport(from row: Row) -> SourceReport {
-        let links: [String] = (row[14] as String?).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+        let links: [String] =
+            (row[14] as String?).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
         return SourceReport(
             source: row[0], id: row[1], agency: row[2], time: row[3], latitude: row[4], longitude: row[5],
             depth: row[6], magnitude: row[7], magnitudeType: row[8], place: row[9], eventType: row[10],
@@ -552,7 +559,8 @@ struct SourceImport {
         }
         for alias in feature.otherIDs {
             try db.execute(
-                sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)", arguments: [alias, feature.id])
+                sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)",
+                arguments: [alias, feature.id])
         }
     }
 }

@@ -181,7 +181,9 @@ struct SourceImportTests {
         }
     }
 
-    @Test("retractions: a report leaves its event; the last one deletes the row (deleted-upstream); older copies are ignored")
+    @Test(
+        "retractions: a report leaves its event; the last one deletes the row (deleted-upstream); older copies are ignored"
+    )
     func retractions() async throws {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
