@@ -1,5 +1,6 @@
 import Foundation
 import QuakeProtocol
+import QuakeSources
 import QuakeStore
 import QuakeTestSupport
 import Testing
@@ -175,5 +176,27 @@ extension EndToEnd {
                 }
             }
         }
+    }
+}
+
+/// The query a source sends, and how a rejected answer is described, without a network.
+@Suite("fdsn source queries")
+struct SourceQueryTests {
+    @Test("the query: format (geojson as json), orderby, updatedafter, the filters as a circle or a box, nodata")
+    func queryURL() throws {
+        var source = try SourceConfiguration(
+            parsing: "emsc fdsn https://www.seismicportal.eu/fdsnws/event/1/ format=geojson min-magnitude=2.5 region=35,6,48,19")
+        #expect(
+            SourceSync.queryURL(source, updatedAfter: 1_741_132_809_120).absoluteString
+                == "https://www.seismicportal.eu/fdsnws/event/1/query?format=json&orderby=time&updatedafter=2025-03-05T00:00:09.120&minmagnitude=2.5&minlatitude=35&maxlatitude=48&minlongitude=6&maxlongitude=19&nodata=204"
+        )
+        source.format = .text
+        source.minMagnitude = nil
+        source.region = .near(lat: 42.5, lon: 13.25, radiusKm: 300)
+        #expect(
+            SourceSync.queryURL(source, updatedAfter: 0).absoluteString
+                == "https://www.seismicportal.eu/fdsnws/event/1/query?format=text&orderby=time&updatedafter=1970-01-01T00:00:00.000&latitude=42.5&longitude=13.25&maxradiuskm=300&nodata=204"
+        )
+        #expect(SourceSync.makeReader(source) is FDSNTextReader)
     }
 }
