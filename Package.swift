@@ -218,7 +218,10 @@ let package = Package(
         // (a few hundred cases) and by `quake-bench model` (any number).
         .target(
             name: "QuakeModelCheck",
-            dependencies: ["QuakeStore", "QuakeFeed", "QuakeTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeAssociation", "QuakeModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // Shared by the test targets: temp dirs, fixtures, a real HTTP server, process runner.
         .target(
