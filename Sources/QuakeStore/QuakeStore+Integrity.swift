@@ -27,7 +27,8 @@ extension QuakeStore {
     ///   rows: stored after an insert or update, absent after a delete; with nothing purged, every
     ///   stored quake has changes;
     /// - the alias index holds exactly the other ids the stored rows list, each pointing to the
-    ///   rows that list it, and no stored row's own id (that would be one event stored twice).
+    ///   rows that list it, and no stored row's own id (that would be one event stored twice);
+    /// - the source reports agree with their events (``checkSourceIntegrity(_:into:)``).
     ///
     /// One read transaction; it reads every row of history and of the store, so it takes about as
     /// long as reading them (about a second per million change rows).
@@ -184,6 +185,7 @@ extension QuakeStore {
                 problems.add("quake \(feature.id) lists \(alias), which the alias index lacks")
             }
         }
+        try checkSourceIntegrity(db, into: &problems)
     }
 }
 

@@ -303,6 +303,52 @@ extension QuakeStore {
         }
     }
 
+    /// Part of ``checkIntegrity(limit:)``: every report is in a stored event, every event has
+    /// reports and its preferred report among them, and no retraction tombstone is kept for a key
+    /// that has a report.
+    static func checkSourceIntegrity(_ db: Database, into problems: inout IntegrityProblems) throws {
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT source, id, event FROM reports
+                WHERE NOT EXISTS (SELECT 1 FROM sourceEvents e WHERE e.id = reports.event)
+                ORDER BY source, id LIMIT 20
+                """)
+        {
+            problems.add(
+                "report \(row[0] as String):\(row[1] as String) is in event \(row[2] as String), which is not stored")
+        }
+        for id in try String.fetchAll(
+            db,
+            sql: """
+                SELECT id FROM sourceEvents e WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.event = e.id)
+                ORDER BY id LIMIT 20
+                """)
+        {
+            problems.add("event \(id) has no reports")
+        }
+        for id in try String.fetchAll(
+            db,
+            sql: """
+                SELECT id FROM sourceEvents e WHERE NOT EXISTS (
+                    SELECT 1 FROM reports r WHERE r.event = e.id AND r.source = e.preferredSource AND r.id = e.preferredId)
+                    AND EXISTS (SELECT 1 FROM reports r WHERE r.event = e.id)
+                ORDER BY id LIMIT 20
+                """)
+        {
+            problems.add("event \(id)'s preferred report is not one of its reports")
+        }
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT t.source, t.id FROM reportTombstones t JOIN reports r ON r.source = t.source AND r.id = t.id
+                ORDER BY t.source, t.id LIMIT 20
+                """)
+        {
+            problems.add("report \(row[0] as String):\(row[1] as String) has a retraction tombstone")
+        }
+    }
+
     // MARK: - Implementation
 
     static let reportColumns = """

@@ -264,6 +264,30 @@ struct SourceImportTests {
         }
     }
 
+    @Test("checkIntegrity finds reports, events and tombstones that disagree")
+    func integrityOfSourceTables() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            try await Self.importChecked("ingv", [Self.ingv1, Self.emsc1], into: store)
+            try await store.pool.write { db in
+                try db.execute(
+                    sql: """
+                        UPDATE reports SET event = 'lost' WHERE source = 'emsc';
+                        INSERT INTO sourceEvents (id, created, preferredSource, preferredId) VALUES ('empty', 9, 'x', 'y');
+                        UPDATE sourceEvents SET preferredSource = 'emsc', preferredId = 'emsc1' WHERE id = 'ingv1';
+                        INSERT INTO reportTombstones (source, id, updated) VALUES ('ingv', 'ingv1', 5);
+                        """)
+            }
+            #expect(
+                try store.checkIntegrity() == [
+                    "report emsc:emsc1 is in event lost, which is not stored",
+                    "event empty has no reports",
+                    "event ingv1's preferred report is not one of its reports",
+                    "report ingv:ingv1 has a retraction tombstone",
+                ])
+        }
+    }
+
     @Test("a stale or unchanged copy is ignored, with no history")
     func staleCopyIgnored() async throws {
         try await withTemporaryDirectory { dir in
