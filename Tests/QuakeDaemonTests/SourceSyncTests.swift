@@ -176,6 +176,65 @@ extension EndToEnd {
                 }
             }
         }
+
+        @Test("a reload adds a source, which starts at once, and removes one, which stops asking")
+        func reloadAddsAndRemovesSources() async throws {
+            try await FeedTestServer.withServer { server in
+                let first = FDSNTestService(on: server, basePath: "/first/fdsnws/event/1/")
+                let second = FDSNTestService(on: server, basePath: "/second/fdsnws/event/1/")
+                let time = Self.now() - 3_600_000
+                try second.add(
+                    feature: Self.feature(
+                        id: "ss0001", net: "ss", time: time, latitude: 1, longitude: 2, magnitude: 3, updated: time))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(config, sources: ["first fdsn \(first.baseURL)"])
+                    // The first source fails, so it is asked again every few hundred ms while it runs.
+                    first.failAlways = .serviceUnavailable(retryAfter: nil)
+                    let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) { first.log.filter { $0.status == 503 }.count >= 2 }
+                    try Self.writeConfig(config, sources: ["second fdsn \(second.baseURL) format=text"])
+                    daemon.process.signal(SIGHUP)
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.quake(id: "ss0001") != nil }
+                    }
+                    // The removed source is asked no more (it was retried within 300 ms).
+                    first.clearLog()
+                    try await Task.sleep(for: .seconds(1))
+                    #expect(first.log.isEmpty)
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
+
+        @Test("quaked --once runs each source once: a line per source, exit 1 when one fails")
+        func onceRunsEachSource() async throws {
+            try await FeedTestServer.withServer { server in
+                let good = FDSNTestService(on: server, basePath: "/good/fdsnws/event/1/")
+                let broken = FDSNTestService(on: server, basePath: "/broken/fdsnws/event/1/")
+                let time = Self.now() - 3_600_000
+                try good.add(
+                    feature: Self.feature(
+                        id: "gg0001", net: "gg", time: time, latitude: 1, longitude: 2, magnitude: 3, updated: time))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(config, sources: ["good fdsn \(good.baseURL)"])
+                    let arguments = [
+                        "--once", "--config", config.path, "--state-directory", dir.appendingPathComponent("state").path,
+                    ]
+                    let ok = try await ChildProcess.run(BuiltProducts.path("quaked"), arguments)
+                    #expect(ok.status == 0, "\(ok.stderr)")
+                    #expect(ok.stdout.contains("source good: 1 reports: 1 new"), "\(ok.stdout)")
+                    let json = try await ChildProcess.run(BuiltProducts.path("quaked"), arguments + ["--json"])
+                    #expect(json.stdout.contains(#""source":"good""#), "\(json.stdout)")
+                    broken.failAlways = .serviceUnavailable(retryAfter: nil)
+                    try Self.writeConfig(config, sources: ["good fdsn \(good.baseURL)", "broken fdsn \(broken.baseURL)"])
+                    let failed = try await ChildProcess.run(BuiltProducts.path("quaked"), arguments)
+                    #expect(failed.status == 1)
+                    #expect(failed.stderr.contains("source broken:") && failed.stderr.contains("503"), "\(failed.stderr)")
+                }
+            }
+        }
     }
 }
 
