@@ -1,0 +1,616 @@
+import Foundation
+import QuakeAssociation
+import QuakeFeed
+import QuakeModel
+import QuakeStore
+import QuakeTestSupport
+
+/// One step of a source case.
+public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
+    /// One run of source `source`: its items, in this order, in one `importSource`.
+    case importRun(source: String, items: [SourceItem])
+    /// "kill -9": the store value is dropped without closing and a new one opened on the same
+    /// file, so the associator kept in memory is lost and the next import restores it.
+    case restart
+    /// An event-retention pass (`applyRetention`) expiring quakes whose time is before this.
+    case expire(before: Int64)
+
+    public var description: String {
+        switch self {
+        case .importRun(let source, let items):
+            return "import \(source) (\(items.count) items):\n"
+                + items.map { "      - \(SourceModelCheck.describe($0))" }.joined(separator: "\n")
+        case .restart:
+            return "restart (drop the store value, open the file again)"
+        case .expire(let before):
+            return "expire quakes with time < T0\(SourceModelCheck.relative(before))"
+        }
+    }
+}
+
+/// A generated case: the sources in configuration order (the first preferred), and the steps.
+public struct SourceCase: Hashable, Sendable {
+    public var sources: [String]
+    public var steps: [SourceStep]
+    /// Seeds the shuffles of the order-independence check.
+    public var shuffleSeed: UInt64
+
+    public var configuration: AssociationConfiguration { AssociationConfiguration(sourceOrder: sources) }
+}
+
+/// How source cases are generated.
+public struct SourceShape: Sendable {
+    /// Steps per case.
+    public var steps = 18
+    /// True quakes per case (mainshocks, aftershocks and independent ones).
+    public var quakes = 4
+    /// Items per run, at most.
+    public var runSize = 5
+    /// Whether cases hold retention passes. Off: the store does not handle event retention for
+    /// source events yet (an expired event's row goes, its `sourceEvents` row and reports stay,
+    /// and the next report of it inserts the row again), so every case with an expiry fails.
+    public var expiry = false
+
+    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = false) {
+        self.steps = steps
+        self.quakes = quakes
+        self.runSize = runSize
+        self.expiry = expiry
+    }
+}
+
+/// A failing source case, shrunk.
+public struct SourceCounterexample: Sendable, CustomStringConvertible {
+    public var caseIndex: Int
+    public var caseSeed: UInt64
+    public var sources: [String]
+    public var originalSteps: Int
+    public var shrinkRuns: Int
+    public var steps: [SourceStep]
+    public var failure: ModelFailure
+
+    public var description: String {
+        var lines = [
+            "counterexample: source case \(caseIndex) (case seed \(caseSeed)), shrunk from \(originalSteps) steps to \(steps.count) in \(shrinkRuns) runs",
+            "  sources (preferred first): \(sources.joined(separator: ", ")); T0 = \(SourceModelCheck.t0) ms, now = \(SourceModelCheck.nowMs) ms",
+            "  failure \(failure)",
+            "  steps:",
+        ]
+        for (i, step) in steps.enumerated() { lines.append("    \(i + 1). \(step)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+public struct SourceModelCheckResult: Sendable {
+    public var cases = 0
+    public var steps = 0
+    /// Steps that made a history transaction.
+    public var transactions = 0
+    public var imports = 0
+    public var restarts = 0
+    public var counterexample: SourceCounterexample?
+}
+
+/// The model-based check of source imports: several agencies reporting shared quakes, on a real
+/// store file. A case is a random sequence of runs (one source each, several items in random
+/// order: reports a few seconds and tens of kilometres apart across agencies, aftershocks and a
+/// source's second event within the windows, revisions across the windows and back, stale
+/// copies, id links, retractions and reports coming back newer) and restarts. After every step:
+/// 1. Clients equal the store: clients following the history from token 0 (catching up after
+///    every step, or every second or third), and clients that started from a snapshot after an
+///    earlier step, hold exactly the `quakes` rows.
+/// 2. Each current report is in exactly one event (`reports(ofEvent:)` over every quake id),
+///    the reports are the ones a reference `Associator` fed the same runs keeps, each event's
+///    quake row exists and every row is an event; the store's events are the reference's (ids,
+///    members and preferred report), and `checkIntegrity` finds nothing.
+/// 3. No event holds two reports of one source unless an id link joins them.
+/// 4. The grouping is a fixpoint independent of order: a fresh `Associator` fed the store's
+///    reports one by one in a shuffled order groups them the same (as sets of keys).
+/// 5. History replays: a client is sent an insert only of a quake it does not hold, an update
+///    or delete only of one it holds, and a delete with reason `superseded` names a quake that
+///    exists after the transaction.
+public enum SourceModelCheck {
+    /// The `now` every import runs at (tombstones are recent against it).
+    public static let nowMs: Int64 = 1_800_000_000_000
+    public static let now = Date(timeIntervalSince1970: Double(nowMs) / 1000)
+    /// The first quake's origin time: two hours before `now`.
+    public static let t0: Int64 = nowMs - 7_200_000
+    static let allSources = ["ingv", "emsc", "gfz", "geonet"]
+
+    /// Deliberate faults of the checker's clients, to show that the check can fail.
+    public enum Mutation: Sendable {
+        case none
+        /// The clients following history ignore every update.
+        case clientsDropUpdates
+    }
+
+    /// Runs `cases` cases of `seed` from case `first`; stops at the first failure, shrunk.
+    public static func run(
+        cases: Int, seed: UInt64, first: Int = 0, shape: SourceShape = SourceShape(), mutation: Mutation = .none,
+        progress: (@Sendable (Int) -> Void)? = nil
+    ) async throws -> SourceModelCheckResult {
+        var result = SourceModelCheckResult()
+        for index in first..<first + cases {
+            let caseSeed = SeededRandom.caseSeed(seed ^ 0x50_0CE5, index)
+            let sourceCase = makeCase(seed: caseSeed, shape: shape)
+            var stats = Stats()
+            let failure = try await runCase(sourceCase, mutation: mutation, stats: &stats)
+            result.cases += 1
+            result.steps += stats.steps
+            result.transactions += stats.transactions
+            result.imports += stats.imports
+            result.restarts += stats.restarts
+            if let failure {
+                result.counterexample = try await shrink(
+                    sourceCase, failure: failure, mutation: mutation, caseIndex: index, caseSeed: caseSeed)
+                return result
+            }
+            progress?(result.cases)
+        }
+        return result
+    }
+
+    struct Stats {
+        var steps = 0
+        var transactions = 0
+        var imports = 0
+        var restarts = 0
+    }
+
+    // MARK: Generating
+
+    /// The case of a case seed (the same seed, the same case).
+    public static func makeCase(seed: UInt64, shape: SourceShape = SourceShape()) -> SourceCase {
+        var r = SeededRandom(seed: seed)
+        var generator = Generator(shape: shape, random: &r)
+        let steps = (0..<shape.steps).map { _ in generator.makeStep(&r) }
+        return SourceCase(sources: generator.sources, steps: steps, shuffleSeed: r.next())
+    }
+
+    struct TrueQuake {
+        var time: Int64
+        var latitude: Double
+        var longitude: Double
+        var magnitude: Double
+    }
+
+    struct Generator {
+        let shape: SourceShape
+        var sources: [String]
+        var quakes: [TrueQuake] = []
+        /// The newest `updated` given to each key (the agency's clock), and a global counter.
+        var lastUpdated: [ReportKey: Int64] = [:]
+        var clock: Int64 = SourceModelCheck.nowMs - 86_400_000
+        /// Second events of a source near its first: key of the first -> (quake, id).
+        var extraIDs: [ReportKey: String] = [:]
+
+        init(shape: SourceShape, random r: inout SeededRandom) {
+            self.shape = shape
+            sources = Array(SourceModelCheck.allSources.shuffled(using: &r).prefix(Int.random(in: 2...4, using: &r)))
+            for q in 0..<max(1, shape.quakes) {
+                let magnitude = Double(Int.random(in: 30...60, using: &r)) / 10
+                if q > 0, Int.random(in: 0..<3, using: &r) == 0 {
+                    // An aftershock of an earlier quake: 5–14 s later, 10–40 km away.
+                    let main = quakes.randomElement(using: &r)!
+                    let (lat, lon) = SourceModelCheck.move(
+                        main.latitude, main.longitude, km: Double.random(in: 10...40, using: &r),
+                        bearing: Double.random(in: 0..<360, using: &r))
+                    quakes.append(
+                        TrueQuake(
+                            time: main.time + Int64.random(in: 5_000...14_000, using: &r), latitude: lat,
+                            longitude: lon, magnitude: max(2.5, main.magnitude - 1)))
+                } else {
+                    quakes.append(
+                        TrueQuake(
+                            time: SourceModelCheck.t0 + Int64(q) * 600_000,
+                            latitude: SourceModelCheck.round(Double.random(in: 30...50, using: &r)),
+                            longitude: SourceModelCheck.round(Double.random(in: 0...40, using: &r)),
+                            magnitude: magnitude))
+                }
+            }
+        }
+
+        mutating func makeStep(_ r: inout SeededRandom) -> SourceStep {
+            let roll = Int.random(in: 0..<100, using: &r)
+            if roll < 10 { return .restart }
+            if shape.expiry, roll < 17 {
+                let quake = quakes.randomElement(using: &r)!
+                return .expire(before: quake.time + Int64.random(in: -20_000...20_000, using: &r))
+            }
+            let source = sources.randomElement(using: &r)!
+            let count = Int.random(in: 1...max(1, shape.runSize), using: &r)
+            return .importRun(source: source, items: (0..<count).map { _ in makeItem(source, &r) })
+        }
+
+        mutating func nextUpdated(_ key: ReportKey, _ r: inout SeededRandom) -> Int64 {
+            clock += Int64.random(in: 1...5, using: &r) * 1000
+            lastUpdated[key] = clock
+            return clock
+        }
+
+        mutating func makeItem(_ source: String, _ r: inout SeededRandom) -> SourceItem {
+            let q = Int.random(in: 0..<quakes.count, using: &r)
+            var key = ReportKey(source: source, id: "\(source)\(q)")
+            let quake = quakes[q]
+            // Realistic offsets from the truth: mostly within 6 s and 30 km (two agencies 12 s
+            // and 60 km apart at most), sometimes twice that.
+            let wide = Int.random(in: 0..<3, using: &r) == 0
+            var time = quake.time + Int64.random(in: wide ? -12_000...12_000 : -6_000...6_000, using: &r)
+            var (lat, lon) = SourceModelCheck.move(
+                quake.latitude, quake.longitude, km: Double.random(in: 0...(wide ? 60 : 30), using: &r),
+                bearing: Double.random(in: 0..<360, using: &r))
+            let magnitude = SourceModelCheck.round(quake.magnitude + Double(Int.random(in: -3...3, using: &r)) / 10, 1)
+            var links: [String] = []
+            var updated: Int64?
+            switch Int.random(in: 0..<20, using: &r) {
+            case 9, 10:
+                // A revision across the windows: beyond 16 s, or beyond 100 km.
+                if Bool.random(using: &r) {
+                    time += Int64.random(in: 20_000...40_000, using: &r) * (Bool.random(using: &r) ? 1 : -1)
+                } else {
+                    (lat, lon) = SourceModelCheck.move(
+                        quake.latitude, quake.longitude, km: Double.random(in: 120...220, using: &r),
+                        bearing: Double.random(in: 0..<360, using: &r))
+                }
+            case 11, 12:
+                // A stale copy: older than the newest the agency gave.
+                if let last = lastUpdated[key] {
+                    updated = last - Int64.random(in: 1...6, using: &r) * 1000
+                }
+            case 13, 14:
+                // An id link to another source's report of this quake (or, rarely, of another).
+                let other = sources.filter { $0 != source }.randomElement(using: &r) ?? source
+                let linked = Int.random(in: 0..<5, using: &r) == 0 ? Int.random(in: 0..<quakes.count, using: &r) : q
+                links = ["\(other)\(linked)"]
+            case 15, 16:
+                let stamp: Int64? = Int.random(in: 0..<4, using: &r) == 0 ? nil : nextUpdated(key, &r)
+                return .retraction(source: source, id: key.id, updated: stamp)
+            case 17:
+                // A stale retraction.
+                let last = lastUpdated[key] ?? clock
+                return .retraction(source: source, id: key.id, updated: last - Int64.random(in: 1...6, using: &r) * 1000)
+            case 18, 19:
+                // The source's second event near the first: 3–10 s later, 10–40 km away.
+                key = ReportKey(source: source, id: "\(source)\(q)b")
+                time = quake.time + Int64.random(in: 3_000...10_000, using: &r)
+                (lat, lon) = SourceModelCheck.move(
+                    quake.latitude, quake.longitude, km: Double.random(in: 10...40, using: &r),
+                    bearing: Double.random(in: 0..<360, using: &r))
+            default:
+                break
+            }
+            let reviewed = Int.random(in: 0..<4, using: &r) == 0
+            return .report(
+                SourceReport(
+                    source: source, id: key.id, agency: source.uppercased(), time: time, latitude: lat,
+                    longitude: lon, depth: 10, magnitude: magnitude, magnitudeType: "ML", place: "REGION \(q)",
+                    evaluationStatus: reviewed ? .reviewed : .preliminary, updated: updated ?? nextUpdated(key, &r),
+                    links: links))
+        }
+    }
+
+    static func round(_ value: Double, _ digits: Int = 3) -> Double {
+        let scale = pow(10, Double(digits))
+        return (value * scale).rounded() / scale
+    }
+
+    /// The point `km` away from (lat, lon) on `bearing` (degrees), rounded to 0.001°.
+    static func move(_ lat: Double, _ lon: Double, km: Double, bearing: Double) -> (Double, Double) {
+        let b = bearing * .pi / 180
+        let dLat = km * cos(b) / 111.2
+        let dLon = km * sin(b) / (111.2 * max(0.1, cos(lat * .pi / 180)))
+        return (round(lat + dLat), round(lon + dLon))
+    }
+
+    static func relative(_ time: Int64) -> String {
+        let d = time - t0
+        return (d >= 0 ? "+" : "-") + String(format: "%.1fs", Double(abs(d)) / 1000)
+    }
+
+    static func describe(_ item: SourceItem) -> String {
+        switch item {
+        case .report(let r):
+            var parts = [
+                "report \(r.source):\(r.id)", "t=T0\(relative(r.time))", "lat=\(r.latitude)", "lon=\(r.longitude)",
+                "M\(r.magnitude.map { "\($0)" } ?? "?")", "updated=now\(r.updated.map { "-\(nowMs - $0)" } ?? " none")",
+            ]
+            if r.isReviewed { parts.append("reviewed") }
+            if !r.links.isEmpty { parts.append("links=\(r.links.joined(separator: ","))") }
+            return parts.joined(separator: " ")
+        case .retraction(let source, let id, let updated):
+            return "retract \(source):\(id) updated=now\(updated.map { "-\(nowMs - $0)" } ?? " none")"
+        }
+    }
+
+    // MARK: Running
+
+    typealias Problem = ModelCheck.Problem
+
+    static func require(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+        if !condition { throw Problem(message()) }
+    }
+
+    /// A client following the store's history.
+    struct Client {
+        var token: HistoryToken
+        var cache: [String: FeedFeature]
+        var origin: String
+        /// Catches up only after every `lag`-th step (and after the last).
+        var lag = 1
+        /// Quakes an insert or update named whose row a later transaction removed.
+        var unseen = Set<String>()
+
+        func holds(_ id: String) -> Bool { cache[id] != nil || unseen.contains(id) }
+
+        mutating func hold(_ id: String, _ quake: FeedFeature?) {
+            cache[id] = quake
+            if quake == nil { unseen.insert(id) } else { unseen.remove(id) }
+        }
+    }
+
+    /// Runs one case on a new store file; returns the first property that failed.
+    static func runCase(_ sourceCase: SourceCase, mutation: Mutation = .none, stats: inout Stats) async throws
+        -> ModelFailure?
+    {
+        let configuration = sourceCase.configuration
+        let steps = sourceCase.steps
+        return try await withTemporaryDirectory { dir in
+            var store = try QuakeStore(directory: dir)
+            var reference = Associator(configuration: configuration)
+            var shuffler = SeededRandom(seed: sourceCase.shuffleSeed)
+            var clients = (1...3).map { lag in Client(token: 0, cache: [:], origin: "token 0 (lag \(lag))", lag: lag) }
+            defer { try? store.close() }
+            for (index, step) in steps.enumerated() {
+                do {
+                    let headBefore = try store.head()
+                    switch step {
+                    case .importRun(let source, let items):
+                        let report = try await store.importSource(
+                            source, items: items, position: nil, query: nil, association: configuration, now: now)
+                        _ = reference.apply(items)
+                        stats.imports += 1
+                        try require(
+                            report.items == items.count && report.applied + report.ignored == items.count,
+                            "the import of \(items.count) items reports \(report.items) items, \(report.applied) applied and \(report.ignored) ignored"
+                        )
+                        let head = try store.head()
+                        try require(
+                            report.token == (head == headBefore ? nil : head),
+                            "the import reports token \(report.token.map(String.init) ?? "none"), the head went from \(headBefore) to \(head)"
+                        )
+                    case .restart:
+                        // Dropped, not closed: the process is gone.
+                        store = try QuakeStore(directory: dir)
+                        stats.restarts += 1
+                    case .expire(let before):
+                        let day: Int64 = 86_400_000
+                        _ = try await store.applyRetention(
+                            maxAge: .seconds(86_400), now: Date(timeIntervalSince1970: Double(before + day) / 1000))
+                    }
+                    if try store.head() != headBefore { stats.transactions += 1 }
+                    let rows = try ModelCheck.rows(of: store)
+                    for c in clients.indices where (index + 1) % clients[c].lag == 0 || index == steps.count - 1 {
+                        try catchUp(&clients[c], store: store, mutation: mutation)
+                        try require(
+                            clients[c].cache == rows,
+                            "the client from \(clients[c].origin) differs from the store: \(ModelCheck.difference(clients[c].cache, rows))"
+                        )
+                    }
+                    let snapshot = try store.snapshot()
+                    var client = Client(
+                        token: snapshot.token, cache: [:], origin: "a snapshot after step \(index + 1)",
+                        lag: 1 + index % 3)
+                    var after: String?
+                    while true {
+                        let page = try snapshot.page(after: after, limit: 2)
+                        for quake in page { client.cache[quake.id] = quake }
+                        guard let last = page.last else { break }
+                        after = last.id
+                    }
+                    snapshot.close()
+                    try require(
+                        client.cache == rows,
+                        "the snapshot client differs from the store: \(ModelCheck.difference(client.cache, rows))")
+                    clients.append(client)
+                    try checkStore(store, rows: rows, reference: reference, shuffler: &shuffler)
+                    stats.steps += 1
+                } catch let problem as Problem {
+                    return ModelFailure(step: index, message: problem.text)
+                } catch {
+                    return ModelFailure(step: index, message: "the step threw: \(ModelCheck.describe(error))")
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Property 1's catch-up, checking property 5 on the way.
+    static func catchUp(_ client: inout Client, store: QuakeStore, mutation: Mutation) throws {
+        while true {
+            let page = try store.history(after: client.token, limit: 2, maxChanges: 4)
+            for transaction in page.transactions {
+                var superseded: [(String, String?)] = []
+                for change in transaction.changes {
+                    let what = "\(change.kind.rawValue) of \(change.quakeId) at token \(transaction.token)"
+                    let held = client.holds(change.quakeId)
+                    switch change.kind {
+                    case .insert:
+                        try require(!held, "the client from \(client.origin) was sent an \(what), which it held")
+                        client.hold(change.quakeId, change.quake)
+                    case .update:
+                        try require(held, "the client from \(client.origin) was sent an \(what), which it did not hold")
+                        if case .clientsDropUpdates = mutation { continue }
+                        client.hold(change.quakeId, change.quake)
+                    case .delete:
+                        try require(held, "the client from \(client.origin) was sent a \(what), which it did not hold")
+                        client.cache[change.quakeId] = nil
+                        client.unseen.remove(change.quakeId)
+                        if change.reason == .superseded { superseded.append((change.quakeId, change.supersededBy)) }
+                    case .enter, .leave:
+                        throw Problem("an unfiltered client was sent an \(what)")
+                    }
+                }
+                for (id, survivor) in superseded {
+                    guard let survivor else {
+                        throw Problem("the delete of \(id) at token \(transaction.token) is superseded by nothing")
+                    }
+                    try require(
+                        survivor != id && client.holds(survivor),
+                        "the delete of \(id) at token \(transaction.token) is superseded by \(survivor), which does not exist after the transaction"
+                    )
+                }
+            }
+            client.token = page.nextAfter
+            if !page.hasMore { break }
+        }
+        try require(
+            client.unseen.isEmpty,
+            "the client from \(client.origin) caught up, but holds \(client.unseen.sorted()) without rows")
+    }
+
+    /// Properties 2, 3 and 4.
+    static func checkStore(
+        _ store: QuakeStore, rows: [String: FeedFeature], reference: Associator, shuffler: inout SeededRandom
+    ) throws {
+        let events = Dictionary(uniqueKeysWithValues: reference.events.map { ($0.id, $0) })
+        let missing = Set(events.keys).subtracting(rows.keys).sorted()
+        let extra = Set(rows.keys).subtracting(events.keys).sorted()
+        try require(
+            missing.isEmpty && extra.isEmpty,
+            "the quake rows are not the events: events without a row \(missing), rows of no event \(extra)")
+
+        // Every report, in exactly one event.
+        var eventOf: [ReportKey: String] = [:]
+        var stored: [ReportKey: SourceReport] = [:]
+        var groups: [String: Set<ReportKey>] = [:]
+        for id in rows.keys.sorted() {
+            let reports = try store.reports(ofEvent: id)
+            try require(!reports.isEmpty, "quake \(id) has no reports")
+            for report in reports {
+                let key = ReportKey(report)
+                if let other = eventOf[key] {
+                    throw Problem("report \(key) is in two events, \(other) and \(id)")
+                }
+                eventOf[key] = id
+                stored[key] = report
+                groups[id, default: []].insert(key)
+            }
+            if let event = events[id] {
+                try require(
+                    ReportKey(reports[0]) == event.preferredKey,
+                    "quake \(id)'s preferred report is \(ReportKey(reports[0])), the associator's \(event.preferredKey)")
+                let row = rows[id]!
+                try require(
+                    row.time == event.preferred.time && row.lat == event.preferred.latitude
+                        && row.lon == event.preferred.longitude && row.mag == event.preferred.magnitude,
+                    "quake \(id)'s row is not its preferred report \(event.preferredKey)")
+            }
+        }
+        let current = Dictionary(uniqueKeysWithValues: reference.reports.map { (ReportKey($0), $0) })
+        let lost = Set(current.keys).subtracting(stored.keys).sorted()
+        let kept = Set(stored.keys).subtracting(current.keys).sorted()
+        try require(
+            lost.isEmpty && kept.isEmpty,
+            "the store's reports are not the current ones: missing \(lost), retracted or never sent but stored \(kept)")
+        for (key, report) in stored {
+            try require(current[key] == report, "report \(key) as stored is not its current version")
+        }
+        for (id, event) in events {
+            try require(
+                groups[id] == Set(event.reports),
+                "event \(id) holds \(groups[id]?.sorted() ?? []), the reference associator's \(event.reports.sorted())")
+        }
+
+        // Property 3: one source twice only through an id link.
+        var parent = Dictionary(uniqueKeysWithValues: stored.keys.map { ($0, $0) })
+        func find(_ key: ReportKey) -> ReportKey {
+            var k = key
+            while parent[k]! != k { k = parent[k]! }
+            return k
+        }
+        var withID: [String: [ReportKey]] = [:]
+        for key in stored.keys where !key.id.isEmpty { withID[key.id, default: []].append(key) }
+        for (key, report) in stored {
+            for id in [key.id] + report.links where !id.isEmpty {
+                for other in withID[id] ?? [] { parent[find(other)] = find(key) }
+            }
+        }
+        for (id, members) in groups {
+            let bySource = Dictionary(grouping: members, by: \.source)
+            for (source, keys) in bySource where keys.count > 1 {
+                try require(
+                    Set(keys.map(find)).count == 1,
+                    "event \(id) holds \(keys.sorted()) of source \(source), not joined by an id link")
+            }
+        }
+
+        // Property 4: a fresh associator, the reports one by one in a shuffled order.
+        var fresh = Associator(configuration: reference.configuration)
+        for report in stored.values.sorted(by: { ReportKey($0) < ReportKey($1) }).shuffled(using: &shuffler) {
+            _ = fresh.apply(.report(report))
+        }
+        let freshGroups = Set(fresh.events.map { Set($0.reports) })
+        let storeGroups = Set(groups.values)
+        if freshGroups != storeGroups {
+            let only = storeGroups.subtracting(freshGroups).map { $0.sorted().map(\.description) }
+            let other = freshGroups.subtracting(storeGroups).map { $0.sorted().map(\.description) }
+            throw Problem(
+                "a fresh associator fed the store's reports in a shuffled order groups them otherwise: the store's \(only), the fresh one's \(other)"
+            )
+        }
+
+        let problems = try store.checkIntegrity()
+        try require(problems.isEmpty, "the integrity check finds: \(problems.joined(separator: "; "))")
+    }
+
+    // MARK: Shrinking
+
+    /// Drops steps, then items of runs, while the case still fails.
+    static func shrink(
+        _ sourceCase: SourceCase, failure: ModelFailure, mutation: Mutation, caseIndex: Int, caseSeed: UInt64,
+        maxRuns: Int = 600
+    ) async throws -> SourceCounterexample {
+        var best = sourceCase
+        best.steps = Array(sourceCase.steps.prefix(failure.step + 1))
+        var bestFailure = failure
+        var runs = 0
+        func attempt(_ steps: [SourceStep]) async throws -> Bool {
+            guard runs < maxRuns else { return false }
+            runs += 1
+            var candidate = best
+            candidate.steps = steps
+            var stats = Stats()
+            guard let failure = try await runCase(candidate, mutation: mutation, stats: &stats) else { return false }
+            best.steps = Array(steps.prefix(failure.step + 1))
+            bestFailure = failure
+            return true
+        }
+        var progress = true
+        while progress && runs < maxRuns {
+            progress = false
+            var i = best.steps.count - 1
+            while i >= 0 {
+                var candidate = best.steps
+                candidate.remove(at: i)
+                if try await attempt(candidate) { progress = true }
+                i = min(i, best.steps.count) - 1
+            }
+            for s in best.steps.indices {
+                var e = Int.max
+                while true {
+                    guard s < best.steps.count, case .importRun(let source, var items) = best.steps[s], items.count > 1
+                    else { break }
+                    e = min(e, items.count) - 1
+                    if e < 0 { break }
+                    items.remove(at: e)
+                    var candidate = best.steps
+                    candidate[s] = .importRun(source: source, items: items)
+                    if try await attempt(candidate) { progress = true }
+                }
+            }
+        }
+        return SourceCounterexample(
+            caseIndex: caseIndex, caseSeed: caseSeed, sources: best.sources, originalSteps: sourceCase.steps.count,
+            shrinkRuns: runs, steps: best.steps, failure: bestFailure)
+    }
+}
