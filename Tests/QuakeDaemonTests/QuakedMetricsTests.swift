@@ -13,7 +13,7 @@ import Varlink
 
     /// The registry and the series each component registers in it (in the daemon, the scheduler,
     /// store maintenance, the history counter, the broadcaster, the control server, the backfill
-    /// runner and the catalog sync make these).
+    /// runner, the catalog sync and the sources make these).
     struct Registry {
         let metrics: QuakedMetrics
         let pulls: PullMetrics
@@ -23,6 +23,7 @@ import Varlink
         let calls: CallMetrics
         let backfill: BackfillMetrics
         let catalog: CatalogMetrics
+        let sources: SourceMetrics
 
         init(version: String) {
             metrics = QuakedMetrics(version: version)
@@ -33,6 +34,7 @@ import Varlink
             calls = CallMetrics(metrics)
             backfill = BackfillMetrics(metrics)
             catalog = CatalogMetrics(metrics)
+            sources = SourceMetrics(metrics)
         }
 
         func text() -> String { metrics.text() }
@@ -60,6 +62,10 @@ import Varlink
         metrics.backfill.recordWindow(events: 120)
         metrics.catalog.recordRun(success: false, startedAt: Date(timeIntervalSince1970: 1_699_999_000))
         metrics.catalog.recordRun(success: true, startedAt: Date(timeIntervalSince1970: 1_699_999_900))
+        metrics.sources.configureSources(["emsc"])
+        metrics.sources.recordRun("emsc", success: false, startedAt: Date(timeIntervalSince1970: 1_699_999_000))
+        metrics.sources.recordRun(
+            "emsc", success: true, startedAt: Date(timeIntervalSince1970: 1_699_999_950), reports: 7, skipped: 1)
         var status = FeedStatus(feed: feed)
         status.lastSuccess = Date(timeIntervalSince1970: 1_700_000_000)
         status.consecutiveFailures = 1
@@ -124,6 +130,11 @@ import Varlink
         #expect(metrics.value("quaked_catalog_runs_total", ["result": "success"]) == 1)
         #expect(metrics.value("quaked_catalog_runs_total", ["result": "failed"]) == 1)
         #expect(metrics.value("quaked_catalog_last_success_timestamp_seconds") == 1_699_999_900)
+        #expect(metrics.value("quaked_source_runs_total", ["source": "emsc", "result": "success"]) == 1)
+        #expect(metrics.value("quaked_source_runs_total", ["source": "emsc", "result": "failed"]) == 1)
+        #expect(metrics.value("quaked_source_reports_total", ["source": "emsc"]) == 7)
+        #expect(metrics.value("quaked_source_skipped_events_total", ["source": "emsc"]) == 1)
+        #expect(metrics.value("quaked_source_last_success_timestamp_seconds", ["source": "emsc"]) == 1_699_999_950)
         // Every family has HELP and TYPE, once, and the families come sorted.
         let helps = text.split(separator: "\n").filter { $0.hasPrefix("# HELP ") }.map { $0.split(separator: " ")[2] }
         #expect(helps.count == metrics.types.count && Set(helps) == Set(metrics.types.keys.map { Substring($0) }))

@@ -172,6 +172,11 @@ extension EndToEnd {
                     let recovered = try #require(try daemon.withStore { try $0.sourceStates() }.first { $0.name == "broken" })
                     #expect(recovered.lastError == nil && recovered.position != nil && recovered.reportCount == 0)
                     #expect(try daemon.withStore { try $0.head() } == head, "a 204 makes no history")
+                    // The metrics count each source's runs.
+                    let metrics = try await daemon.call(IOQuaked.Metrics.self, .init()).text
+                    let runs = metrics.split(separator: "\n").filter { $0.hasPrefix("quaked_source_runs_total{") }
+                    #expect(runs.contains { $0.contains(#"source="broken""#) && $0.contains(#"result="failed""#) })
+                    #expect(runs.contains { $0.contains(#"source="good""#) && $0.contains(#"result="success""#) })
                     #expect(try await daemon.stop() == 0)
                 }
             }

@@ -75,12 +75,14 @@ final class SourceSync: Service, Sendable {
     private let state = NIOLockedValueBox(Status())
     private let wakeup = Wakeup()
     private let logger: Logger
+    private let metrics: SourceMetrics?
     private let runDone: @Sendable (String, Outcome) -> Void
 
     init(
-        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger,
+        store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger, metrics: SourceMetrics? = nil,
         runDone: @escaping @Sendable (String, Outcome) -> Void = { _, _ in }
     ) {
+        self.metrics = metrics
         self.name = settings.source.name
         self.store = store
         self.clients = clients
@@ -198,6 +200,7 @@ final class SourceSync: Service, Sendable {
     private func record(_ outcome: Outcome, startedAt: Date) async {
         switch outcome {
         case .imported(let report, let httpStatus, let skipped):
+            metrics?.recordRun(name, success: true, startedAt: startedAt, reports: report.items, skipped: skipped)
             let previous = state.withLockedValue { status -> Int in
                 defer {
                     status.lastSuccess = startedAt
@@ -219,6 +222,7 @@ final class SourceSync: Service, Sendable {
                 logger.notice("the source works again", metadata: ["source.failures": "\(previous)"])
             }
         case .failed(let failure):
+            metrics?.recordRun(name, success: false, startedAt: startedAt)
             let failures = state.withLockedValue { status -> Int in
                 status.lastError = failure.message
                 status.consecutiveFailures += 1
@@ -436,22 +440,27 @@ final class SourceSyncs: Service, Sendable {
     private let store: QuakeStore
     private let clients: FeedHTTPClients
     private let logger: Logger
+    private let metrics: SourceMetrics
     private let state: NIOLockedValueBox<State>
     private let replanned = Wakeup()
     private let runDone: @Sendable (String, SourceSync.Outcome) -> Void
 
+    /// Registers the sources' series (``SourceMetrics``) in `metrics`.
     init(
         store: QuakeStore, clients: FeedHTTPClients, configuration: DaemonConfiguration, logger: Logger,
-        runDone: @escaping @Sendable (String, SourceSync.Outcome) -> Void = { _, _ in }
+        metrics: QuakedMetrics, runDone: @escaping @Sendable (String, SourceSync.Outcome) -> Void = { _, _ in }
     ) {
         self.store = store
         self.clients = clients
         self.logger = logger
         self.runDone = runDone
+        let sourceMetrics = SourceMetrics(metrics)
+        self.metrics = sourceMetrics
+        sourceMetrics.configureSources(configuration.sources.map(\.name))
         let syncs = configuration.sources.map {
             SourceSync(
                 store: store, clients: clients, settings: .init(configuration, source: $0), logger: logger,
-                runDone: runDone)
+                metrics: sourceMetrics, runDone: runDone)
         }
         state = NIOLockedValueBox(State(syncs: syncs))
     }
@@ -461,6 +470,7 @@ final class SourceSyncs: Service, Sendable {
 
     /// A reload.
     func apply(_ configuration: DaemonConfiguration) {
+        metrics.configureSources(configuration.sources.map(\.name))
         let changedSet = state.withLockedValue { state -> Bool in
             var next: [SourceSync] = []
             for source in configuration.sources {
@@ -471,7 +481,8 @@ final class SourceSyncs: Service, Sendable {
                 } else {
                     next.append(
                         SourceSync(
-                            store: store, clients: clients, settings: settings, logger: logger, runDone: runDone))
+                            store: store, clients: clients, settings: settings, logger: logger, metrics: metrics,
+                            runDone: runDone))
                 }
             }
             let changed = next.map(ObjectIdentifier.init) != state.syncs.map(ObjectIdentifier.init)

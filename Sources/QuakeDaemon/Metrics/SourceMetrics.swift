@@ -1,0 +1,71 @@
+import CoreMetrics
+import Foundation
+import NIOConcurrencyHelpers
+
+/// The sources' series (`source = ...`), by source name: runs by result, the reports the
+/// answers held and the events the readers skipped, and when the last successful run began.
+/// A source's series exist from its configuration on (its runs at 0), so that an alert on
+/// failures sees it before its first run.
+public final class SourceMetrics: Sendable {
+    private struct Series {
+        var runs: [Bool: CoreMetrics.Counter]
+        var reports: CoreMetrics.Counter
+        var skipped: CoreMetrics.Counter
+        var lastSuccess: CoreMetrics.Meter?
+    }
+
+    private let metrics: QuakedMetrics
+    private let series = NIOLockedValueBox<[String: Series]>([:])
+
+    static let runsFamily = QuakedMetrics.Family(
+        metricName: "source_runs", unit: "total", help: "Runs of each source, by result.")
+    static let reportsFamily = QuakedMetrics.Family(
+        metricName: "source_reports", unit: "total",
+        help: "Reports and retractions the answers of each source held, imported or not.")
+    static let skippedFamily = QuakedMetrics.Family(
+        metricName: "source_skipped_events", unit: "total",
+        help: "Events of each source's answers skipped as unreadable (no origin, bad coordinates, ...).")
+    static let lastSuccessFamily = QuakedMetrics.Family(
+        metricName: "source_last_success_timestamp", unit: "seconds",
+        help: "When each source's last successful run began, in seconds since the epoch.")
+
+    public init(_ metrics: QuakedMetrics) {
+        self.metrics = metrics
+    }
+
+    /// Makes the series of the sources not seen yet.
+    public func configureSources(_ names: [String]) {
+        series.withLockedValue { all in
+            for name in names where all[name] == nil { all[name] = make(name) }
+        }
+    }
+
+    private func make(_ name: String) -> Series {
+        let label = [("source", name)]
+        return Series(
+            runs: [
+                true: metrics.counter(Self.runsFamily, label + [("result", "success")]),
+                false: metrics.counter(Self.runsFamily, label + [("result", "failed")]),
+            ],
+            reports: metrics.counter(Self.reportsFamily, label), skipped: metrics.counter(Self.skippedFamily, label),
+            lastSuccess: nil)
+    }
+
+    /// A run of `name` ended: a successful one began at `startedAt`, its answer held `reports`
+    /// items, and `skipped` events were skipped.
+    public func recordRun(_ name: String, success: Bool, startedAt: Date, reports: Int = 0, skipped: Int = 0) {
+        series.withLockedValue { all in
+            var series = all[name] ?? make(name)
+            series.runs[success]?.increment()
+            if success {
+                series.reports.increment(by: Int64(reports))
+                series.skipped.increment(by: Int64(skipped))
+                if series.lastSuccess == nil {
+                    series.lastSuccess = metrics.meter(Self.lastSuccessFamily, [("source", name)])
+                }
+                series.lastSuccess?.set(startedAt.timeIntervalSince1970)
+            }
+            all[name] = series
+        }
+    }
+}
