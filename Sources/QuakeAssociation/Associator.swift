@@ -54,8 +54,10 @@ import QuakeModel
 /// recompute still holds its id: a new event never takes the id of one deleted beside it.
 ///
 /// When a recompute regroups reports, the new groups are matched to the old events they share
-/// reports with, largest overlap first (ties: the old event created first, then the smaller old
-/// id, then the group with the smaller first key); each old id goes to at most one group. An
+/// reports with, largest overlap first (ties: the group holding the report the old event is
+/// named after, then the old event created first, then the smaller old id, then the group with
+/// the smaller first key); each old id goes to at most one group. So when an event splits in
+/// two equal parts, its id stays with the report that gave it. An
 /// old event left without a group is deleted as superseded by the group that took most of its
 /// reports (ties: the smaller id), or with no successor when all its reports were retracted. So
 /// an event keeps its id while it lives, two events merging keep one id and delete the other,
@@ -393,12 +395,31 @@ public struct Associator: Sendable {
         for (g, group) in groups.enumerated() {
             for slot in group { if let id = eventOfSlot[slot] { overlap[id, default: [:]][g, default: 0] += 1 } }
         }
-        var candidates: [(count: Int, created: UInt64, old: String, group: Int)] = []
+        // The group holding the report an old event is named after (its own id, or its key
+        // `source:id`, with or without a `#n`): on a tie it keeps the name, so a split leaves the
+        // id with the report that gave it.
+        var namer: [String: Int] = [:]
+        for (g, group) in groups.enumerated() {
+            for slot in group {
+                let report = slots[slot]!
+                if overlap[report.id] != nil { namer[report.id] = g }
+                let key = ReportKey(report).description
+                if overlap[key] != nil { namer[key] = g }
+            }
+        }
+        func namingGroup(_ id: String) -> Int? {
+            if let g = namer[id] { return g }
+            guard let hash = id.lastIndex(of: "#") else { return nil }
+            return namer[String(id[..<hash])]
+        }
+        var candidates: [(count: Int, names: Bool, created: UInt64, old: String, group: Int)] = []
         for (id, byGroup) in overlap {
-            for (g, count) in byGroup { candidates.append((count, records[id]!.created, id, g)) }
+            let naming = namingGroup(id)
+            for (g, count) in byGroup { candidates.append((count, naming == g, records[id]!.created, id, g)) }
         }
         candidates.sort {
             if $0.count != $1.count { return $0.count > $1.count }
+            if $0.names != $1.names { return $0.names }
             if $0.created != $1.created { return $0.created < $1.created }
             if $0.old != $1.old { return $0.old < $1.old }
             return $0.group < $1.group

@@ -243,7 +243,7 @@ struct AssociationDetailTests {
         }
     }
 
-    @Test("a split keeps the id in the part with the smaller first key; a new event takes its report's id, else source:id, else #2")
+    @Test("a split in equal parts keeps the id with the report it is named after; a new event takes its report's id, else source:id, else #2")
     func idsOnSplits() {
         var associator = Associator()
         // Another quake whose agency's id is "b:b1", as a report's key would be written.
@@ -251,8 +251,8 @@ struct AssociationDetailTests {
         _ = associator.add(report("a", "a1", t: 0, updated: 1))
         _ = associator.add(report("b", "b1", t: 1, updated: 1))
         #expect(associator.events.map(\.id) == ["a1", "b:b1"])
-        // a:a1 moves away: the old event shares one report with each part, both created with it;
-        // the part with the smaller first key, {a:a1}, keeps the id, {b:b1} is new.
+        // a:a1 moves away: the old event shares one report with each part; the part holding
+        // the report it is named after, {a:a1}, keeps the id, {b:b1} is new.
         var changes = associator.apply(.report(report("a", "a1", t: 100, updated: 2)))
         #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "a1")
         #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b1")
@@ -265,11 +265,19 @@ struct AssociationDetailTests {
         #expect(associator.events.map(\.id) == ["b1", "b:b1"])
         #expect(changes == [.updated(associator.event(id: "b1")!)])
         #expect(associator.event(id: "b1")?.preferredKey.description == "a:a1")
-        // Now b:b1 leaves: {a:a1} (the smaller first key) keeps b1, and the part that leaves
-        // would take its report's id b1, a live event's: then its key b:b1, the id of the
-        // event of x's report "b:b1": then b:b1#2.
+        // Now b:b1 leaves: the id b1 goes with b's report, though {a:a1} has the smaller first
+        // key, and {a:a1} takes its report's id a1 again (free since the retraction).
         changes = associator.apply(.report(report("b", "b1", t: 100, updated: 5)))
-        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "b1")
+        #expect(associator.event(containing: ReportKey(source: "a", id: "a1"))?.id == "a1")
+        #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b1")
+        #expect(changes.map(\.eventID) == ["a1", "b1"])
+        // c and d join b1; then b:b1 leaves again: the two reports of c and d are the larger
+        // part and keep b1, and b's report takes a new event: its id b1 is taken, its key b:b1
+        // names x's event, so b:b1#2.
+        changes = associator.add(report("c", "c1", t: 101), report("d", "d1", t: 102))
+        #expect(changes.map(\.eventID) == ["b1"])
+        changes = associator.apply(.report(report("b", "b1", t: 300, updated: 6)))
+        #expect(associator.event(id: "b1")?.reports.map(\.description) == ["c:c1", "d:d1"])
         #expect(associator.event(containing: ReportKey(source: "b", id: "b1"))?.id == "b:b1#2")
         #expect(changes.map(\.eventID) == ["b1", "b:b1#2"])
     }

@@ -72,15 +72,17 @@ struct AssociationStateTests {
         _ = original.add(
             report("usgs", "us1", t: 0, updated: 1), report("emsc", "em1", t: 2, updated: 1),
             report("emsc", "em2", t: 60, updated: 1), report("usgs", "us3", t: 200, updated: 1))
-        // us1 moves to em2: the event us1 (created first) keeps em1 and its id, em2 takes us1.
+        // us1 moves to em2: the id us1 goes with its report (the part holding the report it is
+        // named after), so em2 is superseded by us1 and em1 is left in a new event, em1.
         _ = original.apply(.report(report("usgs", "us1", t: 61, updated: 2)))
-        #expect(original.events.map(\.description) == ["em2 [emsc:em2 usgs:us1] preferred usgs:us1", "us1 [emsc:em1] preferred emsc:em1", "us3 [usgs:us3] preferred usgs:us3"])
+        #expect(original.events.map(\.description) == ["em1 [emsc:em1] preferred emsc:em1", "us1 [emsc:em2 usgs:us1] preferred usgs:us1", "us3 [usgs:us3] preferred usgs:us3"])
         _ = original.apply(.retraction(source: "usgs", id: "us3", updated: 5))
         let snapshot = original.snapshot
         #expect(snapshot.tombstones == [.init(key: ReportKey(source: "usgs", id: "us3"), updated: 5)])
-        // us3, created third, is gone: the last number given is kept, above the live events'.
-        #expect(snapshot.lastCreated == 3)
-        #expect(snapshot.events.map(\.created) == [2, 1])
+        // em1's event was created fourth, after us3, which is gone: the last number given is
+        // kept whatever event had it.
+        #expect(snapshot.lastCreated == 4)
+        #expect(snapshot.events.map(\.created) == [4, 1])
         var (restored, changes) = Associator.restore(snapshot, configuration: configuration)
         #expect(changes == [])
         #expect(restored.snapshot == snapshot)

@@ -222,20 +222,26 @@ struct SourceImportTests {
     func idsNeverNameAnotherRow() async throws {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
-            try await Self.importChecked("ingv", [Self.ingv1, Self.emsc1], into: store)
-            let away = Self.report("emsc", "emsc1", time: Self.t0 + 60_000, lat: 42.18, updated: Self.nowMs - 50_000)
-            try await Self.importChecked("emsc", [away], into: store)
-            // The split gives the id ingv1 to the part without INGV's report (the Associator's
-            // tie rule: the group with the smaller first key), so INGV's report is in another row.
+            let gfz1 = Self.report("gfz", "gfz1", time: Self.t0 + 3_000, lat: 42.1, updated: Self.nowMs - 110_000)
+            try await Self.importChecked("ingv", [Self.ingv1, Self.emsc1, gfz1], into: store)
+            #expect(try store.allQuakes().map(\.id) == ["ingv1"])
+            // INGV's report leaves: the part with two of the event's three reports keeps the id
+            // ingv1 (the largest overlap), so INGV's report is in a new row, named ingv:ingv1.
+            let away = Self.report("ingv", "ingv1", time: Self.t0 + 60_000, lat: 42.0, updated: Self.nowMs - 50_000)
+            try await Self.importChecked("ingv", [away], into: store)
             let holder = try #require(try store.allQuakes().first { $0.code == "ingv1" })
-            try #require(holder.id != "ingv1", "this test needs the split to give the id away")
+            #expect(holder.id == "ingv:ingv1")
             #expect(holder.ids == nil, "ingv1 is another row's id")
             let other = try #require(try store.quake(id: "ingv1"))
-            #expect(other.ids == ",emsc1,")
+            #expect(other.ids == ",emsc1,gfz1,")
 
             // That row goes: the holder's ids name INGV's report again, in the same transaction.
             let gone = try await Self.importChecked(
-                "emsc", [.retraction(source: "emsc", id: "emsc1", updated: Self.nowMs - 30_000)], into: store)
+                "emsc",
+                [
+                    .retraction(source: "emsc", id: "emsc1", updated: Self.nowMs - 30_000),
+                    .retraction(source: "gfz", id: "gfz1", updated: Self.nowMs - 30_000),
+                ], into: store)
             #expect(gone.deleted == 1 && gone.updated == 1)
             #expect(try store.quake(id: holder.id)?.ids == ",ingv1,")
             #expect(try store.allQuakes().count == 1)
