@@ -37,11 +37,14 @@ import Testing
             #expect(try app.status().feeds.first?.lastImport?.inserted == expected, "GetStatus shows the pull")
 
             // Every family a populated registry has, but those made on first use (a successful
-            // catalog run, a named client, a call of the daemon's control server).
+            // catalog run, a named client, a call of the daemon's control server) or per configured
+            // source (none here).
             let families = try Exposition(app.exporter.text()).types
             let lazy: Set = [
                 "quaked_catalog_last_success_timestamp_seconds", "quaked_client_lag_transactions",
                 "quaked_client_lag_seconds", "quaked_client_last_seen_timestamp_seconds", "quaked_varlink_calls_total",
+                "quaked_source_runs_total", "quaked_source_reports_total", "quaked_source_skipped_events_total",
+                "quaked_source_last_success_timestamp_seconds",
             ]
             let all = try QuakedMetricsTests.families()
             #expect(Set(families.keys) == Set(all.keys).subtracting(lazy))
