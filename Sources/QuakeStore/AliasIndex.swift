@@ -12,14 +12,15 @@ struct AliasIndex {
     /// Whether the index may have entries (it had at the start, or this import added some).
     private var entriesPossible: Bool
 
-    init(_ db: Database) throws {
+    init(_ db: Database, tables: ImportTables = .quakes) throws {
+        let index = tables.aliases
         // An INSERT ... SELECT ... WHERE NOT EXISTS (alias) in one statement would write a statement
         // journal for every row (it may insert several): a separate lookup, only once the index
         // has entries, costs far less.
-        entriesPossible = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quakeAliases)") == true
-        selectOwner = try RawStatement(db, sql: "SELECT quakeId FROM quakeAliases WHERE alias = ?")
-        insert = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
-        deleteOwned = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
+        entriesPossible = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(index))") == true
+        selectOwner = try RawStatement(db, sql: "SELECT quakeId FROM \(index) WHERE alias = ?")
+        insert = try RawStatement(db, sql: "INSERT OR IGNORE INTO \(index) (alias, quakeId) VALUES (?, ?)")
+        deleteOwned = try RawStatement(db, sql: "DELETE FROM \(index) WHERE quakeId = ?")
     }
 
     /// Whether the index has the UTF-8 `id`.

@@ -70,22 +70,29 @@ struct FeedImport {
 
     init(
         db: Database, report: ImportReport, now: Date, expireBefore: Int64 = .min, author: HistoryAuthor = .import,
-        commitSignal: CommitSignal
+        commitSignal: CommitSignal, tables: ImportTables = .quakes
     ) throws {
         self.db = db
         self.report = report
         self.expireBefore = expireBefore
         self.recorder = try HistoryRecorder(
             db: db, author: author, source: report.source, now: now, commitSignal: commitSignal)
-        // Before the statements are prepared: a schema change makes them prepare again.
-        let startsEmpty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true
-        deferredIndexes = startsEmpty ? try Self.dropSecondaryIndexes(db) : []
-        // Into an empty table, the import's history is exactly one insert per row it leaves
-        // (an insert then an update is an insert; an insert then a delete is nothing): written
-        // at the end in one statement, in key order, instead of one change row per feature.
-        recorder.recordsInsertsOfTableAtFinish = startsEmpty
-        statements = try ImportStatements(db)
-        aliases = try AliasIndex(db)
+        if tables == .quakes {
+            // Before the statements are prepared: a schema change makes them prepare again.
+            let startsEmpty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM quakes)") == true
+            deferredIndexes = startsEmpty ? try Self.dropSecondaryIndexes(db) : []
+            // Into an empty table, the import's history is exactly one insert per row it leaves
+            // (an insert then an update is an insert; an insert then a delete is nothing): written
+            // at the end in one statement, in key order, instead of one change row per feature.
+            recorder.recordsInsertsOfTableAtFinish = startsEmpty
+        } else {
+            // The USGS source's reports (association mode): no history here, the changed ids
+            // collected for the associator (QuakeStore+UsgsSource.swift).
+            deferredIndexes = []
+            recorder.collected = CollectedChanges()
+        }
+        statements = try ImportStatements(db, tables: tables)
+        aliases = try AliasIndex(db, tables: tables)
         deletions = try UpstreamDeletions(db)
     }
 

@@ -46,6 +46,10 @@ struct HistoryRecorder {
     /// Only right for a write that started on an empty table and only wrote quakes (an import):
     /// its net changes are exactly the rows it leaves, all inserts.
     var recordsInsertsOfTableAtFinish = false
+    /// Collecting mode (a USGS import into `usgsReports` in association mode): no history is
+    /// written; the ids whose row was inserted, updated or deleted are collected instead, to become
+    /// the `usgs` source's items, whose events' changes the transaction's real recorder records.
+    var collected: CollectedChanges?
     /// The whole row, as it was before this transaction, of each stored quake the transaction
     /// deleted with its row given (an import's supersede): what the update is computed from if
     /// the transaction brings the quake back. Few entries: supersedes are rare.
@@ -72,6 +76,10 @@ struct HistoryRecorder {
 
     /// Records the insert of the quake whose id is the UTF-8 `id`.
     mutating func recordInsert(id: UnsafeRawBufferPointer) throws {
+        if collected != nil {
+            collected!.ids.insert(String(decoding: id, as: UTF8.self))
+            return
+        }
         if recordsInsertsOfTableAtFinish { return }
         let token = try currentToken()
         sqlite3_reset(insertInsertChange.handle)
@@ -92,6 +100,10 @@ struct HistoryRecorder {
     }
 
     mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
+        if collected != nil {
+            collected!.ids.insert(id)
+            return
+        }
         if recordsInsertsOfTableAtFinish { return }
         try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil, row: nil)
     }
@@ -101,6 +113,10 @@ struct HistoryRecorder {
     mutating func recordDelete(
         _ tombstone: Tombstone, reason: DeleteReason, supersededBy: String? = nil, row: FeedFeature? = nil
     ) throws {
+        if collected != nil {
+            collected!.deleted(tombstone.id, reason: reason, supersededBy: supersededBy, row: row)
+            return
+        }
         if recordsInsertsOfTableAtFinish { return }
         try record(
             id: tombstone.id, kind: .delete, fields: nil, tombstone: tombstone, reason: reason,
@@ -109,6 +125,7 @@ struct HistoryRecorder {
 
     /// Whether this transaction has a change row for the quake `id` so far.
     func hasChange(of id: String) throws -> Bool {
+        if let collected { return collected.ids.contains(id) }
         guard let token else { return false }
         return try Bool.fetchOne(
             db, sql: "SELECT EXISTS (SELECT 1 FROM historyChanges WHERE token = ? AND quakeId = ?)",
@@ -119,6 +136,7 @@ struct HistoryRecorder {
     /// all cancelled out is removed, and its token given back: the head stays a token that a
     /// transaction carries (or the last purged one).
     mutating func finish() throws -> CommittedChanges {
+        if collected != nil { return CommittedChanges() }
         let token: HistoryToken
         let committed: CommittedChanges
         if recordsInsertsOfTableAtFinish {
@@ -320,5 +338,22 @@ struct HistoryRecorder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// What a ``HistoryRecorder`` in collecting mode gathered: the ids of the rows changed, and of
+/// those deleted, the last `updated` of the row (the version deleted) and the winner of a
+/// supersede.
+struct CollectedChanges {
+    var ids: Set<String> = []
+    /// The deleted rows' `updated` as they were (nil when they had none or were not known).
+    var deletedUpdated: [String: Int64] = [:]
+    /// The deleted rows superseded, and by which id.
+    var supersededBy: [String: String] = [:]
+
+    mutating func deleted(_ id: String, reason: DeleteReason, supersededBy winner: String?, row: FeedFeature?) {
+        ids.insert(id)
+        if let updated = row?.updated { deletedUpdated[id] = max(deletedUpdated[id] ?? updated, updated) }
+        if reason == .superseded, let winner { supersededBy[id] = winner } else { supersededBy[id] = nil }
     }
 }

@@ -14,24 +14,25 @@ struct ImportStatements {
     private let setHash: RawStatement
     private let selectHash: RawStatement
 
-    init(_ db: Database) throws {
+    init(_ db: Database, tables: ImportTables = .quakes) throws {
         self.db = db
+        let quakes = tables.rows
         // `feedHash` last: column 30, after the 30 columns `QuakeColumns.feature(from:)` reads.
-        select = try RawStatement(db, sql: "SELECT \(QuakeColumns.list), feedHash FROM quakes WHERE id = ?")
+        select = try RawStatement(db, sql: "SELECT \(QuakeColumns.list), feedHash FROM \(quakes) WHERE id = ?")
         // OR IGNORE: a statement that cannot abort halfway needs no statement journal (a copy of
         // every page it touches). Only called when the id is not stored, so nothing is ignored
         // but a CHECK failure, which the import turns back into an error.
         insert = try RawStatement(
             db,
             sql:
-                "INSERT OR IGNORE INTO quakes (\(QuakeColumns.list), feedHash) VALUES (\(QuakeColumns.placeholders), ?)"
+                "INSERT OR IGNORE INTO \(quakes) (\(QuakeColumns.list), feedHash) VALUES (\(QuakeColumns.placeholders), ?)"
         )
         // Parameters in column order, `id` first, so one bind function serves insert and update.
         update = try RawStatement(
-            db, sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = ?31 WHERE id = ?1")
-        delete = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
-        setHash = try RawStatement(db, sql: "UPDATE quakes SET feedHash = ? WHERE id = ?")
-        selectHash = try RawStatement(db, sql: "SELECT feedHash, time FROM quakes WHERE id = ?")
+            db, sql: "UPDATE \(quakes) SET \(QuakeColumns.assignments), feedHash = ?31 WHERE id = ?1")
+        delete = try RawStatement(db, sql: "DELETE FROM \(quakes) WHERE id = ?")
+        setHash = try RawStatement(db, sql: "UPDATE \(quakes) SET feedHash = ? WHERE id = ?")
+        selectHash = try RawStatement(db, sql: "SELECT feedHash, time FROM \(quakes) WHERE id = ?")
     }
 
     /// The row stored under `id`, if any.
@@ -87,4 +88,17 @@ struct ImportStatements {
         delete.bind(1, id)
         try delete.step()
     }
+}
+
+/// The tables a ``FeedImport`` writes: `quakes` and its alias index (plain mode), or the USGS
+/// source's reports, `usgsReports` and `usgsReportAliases` (association mode), which have the same
+/// columns.
+struct ImportTables: Sendable, Equatable {
+    /// The rows, with the columns of `quakes` and `feedHash`.
+    var rows: String
+    /// Their alias index: `(alias, quakeId)`.
+    var aliases: String
+
+    static let quakes = ImportTables(rows: "quakes", aliases: "quakeAliases")
+    static let usgsReports = ImportTables(rows: "usgsReports", aliases: "usgsReportAliases")
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import QuakeAssociation
 import QuakeFeed
 
 /// A region of an FDSN event query: a circle (great-circle radius) or a latitude/longitude box,
@@ -130,11 +131,12 @@ extension QuakeStore {
     /// does, leaving store and job untouched.
     public func importBackfillWindow(
         job id: Int64, windowEnd: Int64, span: Int64, source: String, maxBytes: Int? = nil, now: Date = Date(),
-        expiringBefore: Date? = nil, produce: @escaping @Sendable (FeedSink) async throws -> Void
+        expiringBefore: Date? = nil, association: AssociationConfiguration? = nil,
+        produce: @escaping @Sendable (FeedSink) async throws -> Void
     ) async throws -> ImportReport {
         try await importDocument(
             source: source, author: .backfill, maxBytes: maxBytes, now: now, expiringBefore: expiringBefore,
-            produce: produce
+            association: association, produce: produce
         ) { db, report in
             try db.execute(
                 sql: """
@@ -169,11 +171,11 @@ extension QuakeStore {
     /// (reason `deleted-upstream`).
     public func importCatalogWindow(
         source: String, maxBytes: Int? = nil, now: Date = Date(), expiringBefore: Date? = nil,
-        produce: @escaping @Sendable (FeedSink) async throws -> Void
+        association: AssociationConfiguration? = nil, produce: @escaping @Sendable (FeedSink) async throws -> Void
     ) async throws -> ImportReport {
         try await importDocument(
             source: source, author: .catalog, maxBytes: maxBytes, now: now, expiringBefore: expiringBefore,
-            produce: produce, finish: { _, _ in })
+            association: association, produce: produce, finish: { _, _ in })
     }
 
     /// The last successful catalog sync of `url`: the time (ms) its first request was made.

@@ -154,88 +154,16 @@ extension QuakeStore {
     /// wrote under an event's id is taken for the event's row).
     public func importSource(
         _ name: String, items: [SourceItem], position: Int64?, query: String?,
-        association: AssociationConfiguration, now: Date = Date()
+        association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
     ) async throws -> SourceImportReport {
         let cache = associatorCache
         let commitSignal = commitSignal
         let (report, entry) = try await pool.write { db -> (SourceImportReport, AssociatorCache.Entry) in
             var recorder = try HistoryRecorder(
                 db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
-            var importer = try SourceImport(db: db, name: name, now: now)
-            let nowMilliseconds = Self.milliseconds(now)
-
-            // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
-            let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
-            var associator: Associator
-            if let kept = cache.entry, kept.generation == generation, kept.configuration == association {
-                associator = kept.associator
-            } else {
-                let restored = Associator.restore(try Self.associationSnapshot(db), configuration: association)
-                associator = restored.associator
-                try importer.publish(restored.changes, associator: associator, recorder: &recorder)
-            }
-
-            // The items, counted against the reports as they were before them.
-            var report = SourceImportReport(items: items.count)
-            var keys: [ReportKey] = []
-            var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
-            for item in items {
-                let key = Self.key(of: item)
-                if before[key] == nil {
-                    keys.append(key)
-                    before[key] = (associator.report(key), associator.tombstone(key))
-                }
-            }
-            var current = before
-            for item in items {
-                let key = Self.key(of: item)
-                if Self.revise(&current[key, default: (nil, nil)], with: item) {
-                    report.applied += 1
-                } else {
-                    report.ignored += 1
-                }
-            }
-
-            let changes = associator.apply(items)
-            for key in keys {
-                try importer.write(
-                    key, report: associator.report(key), event: associator.event(containing: key)?.id,
-                    tombstone: associator.tombstone(key))
-            }
-            try importer.publish(changes, associator: associator, recorder: &recorder)
-            try importer.republishNamesakes(associator: associator, recorder: &recorder)
-
-            // Retractions are remembered for the retention horizon.
-            let cutoff = nowMilliseconds - Self.reportTombstoneRetention
-            _ = associator.purgeTombstones(olderThan: cutoff)
-            try db.execute(sql: "DELETE FROM reportTombstones WHERE updated < ?", arguments: [cutoff])
-
-            try db.execute(
-                sql: """
-                    INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
-                    VALUES (?1, ?2, ?3, ?3, NULL, ?4)
-                    ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
-                        lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
-                        lastQuery = excluded.lastQuery
-                    """,
-                arguments: [name, position, nowMilliseconds, query])
-            try db.execute(
-                sql: """
-                    UPDATE associationState SET generation = generation + 1, lastCreated = max(lastCreated, ?)
-                    """,
-                arguments: [importer.lastCreated])
-
-            let committed = try recorder.finish()
-            report.token = committed.token
-            report.created = committed.inserted
-            report.updated = committed.updated
-            report.deleted = committed.deleted
-            report.superseded = committed.superseded
-            if cache.takeFailure() { throw InjectedSourceImportFailure() }
-            return (
-                report,
-                AssociatorCache.Entry(configuration: association, generation: generation + 1, associator: associator)
-            )
+            return try db.associateSourceItems(
+                name, batches: [items], position: position, query: query, association: association, now: now,
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
         }
         // Committed: the associator in memory is the tables' now.
         cache.store(entry)
@@ -470,6 +398,119 @@ extension QuakeStore {
     }
 }
 
+extension Database {
+    /// The body of a source import, shared by ``QuakeStore/importSource(_:items:position:query:association:now:expiringBefore:)``
+    /// and the USGS feed's imports in association mode (QuakeStore+UsgsSource.swift): enters
+    /// association mode (bootstrapping the USGS rows, see ``QuakeStore/bootstrapUsgsReports(_:)``),
+    /// applies `batches` of source `name` to the associator, in order, writes the reports and
+    /// events, publishes the changed events' rows through `recorder` (which it finishes), and
+    /// writes the source's row. Report items whose time is before `expireBefore` are left out
+    /// (counted as ignored). `usgsSupersededBy` names, for a usgs report deleted as superseded,
+    /// the usgs report that superseded it: an event deleted because it lost that report is
+    /// published as superseded by the event now holding the winner.
+    ///
+    /// Returns the report and the associator to keep once the transaction commits.
+    func associateSourceItems(
+        _ name: String, batches: [[SourceItem]], position: Int64?, query: String?,
+        association: AssociationConfiguration, now: Date, expireBefore: Int64?, cache: AssociatorCache,
+        recorder: inout HistoryRecorder, usgsSupersededBy: [String: String] = [:]
+    ) throws -> (SourceImportReport, AssociatorCache.Entry) {
+        let db = self
+        var importer = try SourceImport(db: db, name: name, now: now)
+        importer.usgsSupersededBy = usgsSupersededBy
+        let nowMilliseconds = QuakeStore.milliseconds(now)
+        try QuakeStore.enterAssociationMode(db)
+
+        // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
+        let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
+        var associator: Associator
+        if let kept = cache.entry, kept.generation == generation, kept.configuration == association {
+            associator = kept.associator
+        } else {
+            let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
+            associator = restored.associator
+            try importer.publish(restored.changes, associator: associator, recorder: &recorder)
+        }
+
+        // The items, counted against the reports as they were before them.
+        var report = SourceImportReport(items: batches.reduce(0) { $0 + $1.count })
+        var batches = batches
+        if let expireBefore {
+            for i in batches.indices {
+                let before = batches[i].count
+                batches[i].removeAll {
+                    if case .report(let r) = $0 { return r.time < expireBefore }
+                    return false
+                }
+                report.ignored += before - batches[i].count
+            }
+        }
+        let items = batches.flatMap { $0 }
+        var keys: [ReportKey] = []
+        var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
+        for item in items {
+            let key = QuakeStore.key(of: item)
+            if before[key] == nil {
+                keys.append(key)
+                before[key] = (associator.report(key), associator.tombstone(key))
+            }
+        }
+        var current = before
+        for item in items {
+            let key = QuakeStore.key(of: item)
+            if QuakeStore.revise(&current[key, default: (nil, nil)], with: item) {
+                report.applied += 1
+            } else {
+                report.ignored += 1
+            }
+        }
+
+        var changes: [EventChange] = []
+        for batch in batches where !batch.isEmpty {
+            changes += associator.apply(batch)
+        }
+        for key in keys {
+            try importer.write(
+                key, report: associator.report(key), event: associator.event(containing: key)?.id,
+                tombstone: associator.tombstone(key))
+        }
+        try importer.publish(changes, associator: associator, recorder: &recorder)
+        try importer.republishNamesakes(associator: associator, recorder: &recorder)
+
+        // Retractions are remembered for the retention horizon.
+        let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
+        _ = associator.purgeTombstones(olderThan: cutoff)
+        try db.execute(sql: "DELETE FROM reportTombstones WHERE updated < ?", arguments: [cutoff])
+
+        try db.execute(
+            sql: """
+                INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
+                VALUES (?1, ?2, ?3, ?3, NULL, ?4)
+                ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
+                    lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
+                    lastQuery = excluded.lastQuery
+                """,
+            arguments: [name, position, nowMilliseconds, query])
+        try db.execute(
+            sql: """
+                UPDATE associationState SET generation = generation + 1, lastCreated = max(lastCreated, ?)
+                """,
+            arguments: [importer.lastCreated])
+
+        let committed = try recorder.finish()
+        report.token = committed.token
+        report.created = committed.inserted
+        report.updated = committed.updated
+        report.deleted = committed.deleted
+        report.superseded = committed.superseded
+        if cache.takeFailure() { throw InjectedSourceImportFailure() }
+        return (
+            report,
+            AssociatorCache.Entry(configuration: association, generation: generation + 1, associator: associator)
+        )
+    }
+}
+
 /// The writes of one source import's transaction: reports, tombstones, events and quake rows.
 struct SourceImport {
     let db: Database
@@ -482,6 +523,9 @@ struct SourceImport {
     private var published: Set<String> = []
     private var changedIDs: Set<String> = []
     private let encoder = JSONEncoder()
+    /// Usgs reports deleted as superseded, and the usgs report that superseded each (see
+    /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
+    var usgsSupersededBy: [String: String] = [:]
 
     init(db: Database, name: String, now: Date) throws {
         self.db = db
@@ -540,7 +584,13 @@ struct SourceImport {
                     if let report = associator.report(key) { members.append(report) }
                 }
                 try publish(event, members: members, associator: associator, recorder: &recorder)
-            case .deleted(let id, let survivor):
+            case .deleted(let id, var survivor):
+                if survivor == nil, let winner = usgsSupersededBy[id] {
+                    // The usgs report that named this event was superseded by another usgs
+                    // report: the event is that one's (as in plain mode).
+                    survivor = associator.event(containing: ReportKey(source: QuakeStore.usgsSource, id: winner))?.id
+                    if survivor == id { survivor = nil }
+                }
                 try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
                 guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
                 try recorder.recordDelete(
@@ -574,7 +624,14 @@ struct SourceImport {
         _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder
     ) throws {
         published.insert(event.id)
-        let feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
+        var feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
+        if let usgs = members.first(where: { $0.source == QuakeStore.usgsSource }),
+            let row = try QuakeStore.usgsReportRow(db, id: usgs.id)
+        {
+            feature = QuakeStore.feature(
+                feature, withUsgsRow: row, onlyMember: members.count == 1,
+                preferred: event.preferred.source == QuakeStore.usgsSource)
+        }
         try publish(feature, recorder: &recorder)
     }
 

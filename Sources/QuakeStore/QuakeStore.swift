@@ -1,6 +1,7 @@
 import CSQLiteConfig
 import Foundation
 import GRDB
+import QuakeAssociation
 import QuakeFeed
 
 /// The SQLite store: quakes, their persistent history, and the store's identity.
@@ -101,11 +102,12 @@ public struct QuakeStore: Sendable {
     /// are stored exactly when the body they describe is.
     public func importFeed(
         source: String, maxBytes: Int? = nil, now: Date = Date(), expiringBefore: Date? = nil,
-        feed: ImportedFeed? = nil, produce: @escaping @Sendable (FeedSink) async throws -> Void
+        feed: ImportedFeed? = nil, association: AssociationConfiguration? = nil,
+        produce: @escaping @Sendable (FeedSink) async throws -> Void
     ) async throws -> ImportReport {
         try await importDocument(
             source: source, author: .import, maxBytes: maxBytes, now: now, expiringBefore: expiringBefore,
-            produce: produce
+            association: association, produce: produce
         ) { db, _ in
             if let feed { try Self.recordSuccess(db, url: feed.url, validators: feed.validators, now: now) }
         }
@@ -114,8 +116,14 @@ public struct QuakeStore: Sendable {
     /// ``importFeed(source:maxBytes:now:expiringBefore:feed:produce:)`` with the transaction's
     /// `author`, and `finish`, run in the import's own SQLite transaction after the document was
     /// applied (bookkeeping that must commit exactly when the import does).
+    ///
+    /// In association mode (see QuakeStore+UsgsSource.swift) the document is imported into the
+    /// `usgs` source's reports and its changes associated with the other sources' reports under
+    /// `association` (nil: the configuration of the associator in memory, from the last source
+    /// import, or the default); the report's history counts are the published rows'.
     func importDocument(
         source: String, author: HistoryAuthor, maxBytes: Int?, now: Date, expiringBefore: Date?,
+        association: AssociationConfiguration? = nil,
         produce: @escaping @Sendable (FeedSink) async throws -> Void,
         finish: @escaping @Sendable (Database, ImportReport) throws -> Void
     ) async throws -> ImportReport {
@@ -124,6 +132,7 @@ public struct QuakeStore: Sendable {
         let pipe = ChunkPipe()
         let storeID = storeID
         let commitSignal = commitSignal
+        let cache = associatorCache
         var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
             group.addTask {
                 // Parses the document as it arrives (QuakeFeed), for the import to apply.
@@ -133,14 +142,27 @@ public struct QuakeStore: Sendable {
             group.addTask {
                 defer { pipe.closeConsumer() }
                 do {
-                    return try await pool.write { db in
+                    let (report, entry) = try await pool.write { db -> (ImportReport, AssociatorCache.Entry?) in
+                        let associated = try Self.isAssociationMode(db)
                         var feedImport = try FeedImport(
                             db: db, report: ImportReport(store: storeID, source: source), now: now,
-                            expireBefore: expireBefore, author: author, commitSignal: commitSignal)
-                        let report = try feedImport.run(pipe: pipe)
+                            expireBefore: expireBefore, author: author, commitSignal: commitSignal,
+                            tables: associated ? .usgsReports : .quakes)
+                        var report = try feedImport.run(pipe: pipe)
+                        var entry: AssociatorCache.Entry?
+                        if associated, let collected = feedImport.recorder.collected {
+                            (report, entry) = try db.associateUsgsChanges(
+                                collected, report: report, author: author, now: now,
+                                expireBefore: expiringBefore.map { Self.milliseconds($0) },
+                                association: association ?? cache.entry?.configuration ?? AssociationConfiguration(),
+                                cache: cache, commitSignal: commitSignal)
+                        }
                         try finish(db, report)
-                        return report
+                        return (report, entry)
                     }
+                    // Committed: the associator in memory is the tables' now.
+                    if let entry { cache.store(entry) }
+                    return report
                 } catch is CancellationError {
                     throw ImportError(kind: .cancelled, message: "the import was cancelled")
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {

@@ -359,6 +359,47 @@ enum StoreSchema {
                     INSERT INTO associationState (singleton) VALUES (1);
                     """)
         }
+        migrator.registerMigration("v12-usgs-reports") { db in
+            // The USGS feed as the source `usgs` (association mode, QuakeStore+UsgsSource.swift):
+            // the feed's rows as FeedImport writes them, with exactly the columns of `quakes`
+            // (from QuakeRecord's declaration) and the feed hash, and their alias index. The
+            // published `quakes` rows are then the events, made by the associator.
+            let columns = QuakeRecord.fields.map { field -> String in
+                let type: String
+                switch field.kind {
+                case .text: type = "TEXT"
+                case .integer: type = "INTEGER"
+                case .real: type = "REAL"
+                }
+                if field.name == "id" { return "id TEXT PRIMARY KEY NOT NULL CHECK (id <> '')" }
+                if field.name == "status" { return "status TEXT CHECK (status = lower(status))" }
+                return "\(field.name) \(type)" + (field.isRequired ? " NOT NULL" : "")
+            }
+            try db.execute(
+                sql: """
+                    CREATE TABLE usgsReports (\(columns.joined(separator: ", ")), feedHash INTEGER);
+                    CREATE TABLE usgsReportAliases (
+                        alias TEXT NOT NULL,
+                        quakeId TEXT NOT NULL,
+                        PRIMARY KEY (alias, quakeId)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX usgsReportAliases_quakeId ON usgsReportAliases (quakeId);
+                    CREATE TRIGGER usgsReports_aliases_cascade AFTER DELETE ON usgsReports
+                    BEGIN
+                        DELETE FROM usgsReportAliases WHERE quakeId = old.id;
+                    END;
+                    """)
+            // Association mode: set by the first source import (or here, for a store that has
+            // source state already); from then on every USGS import goes through `usgsReports` and
+            // the associator.
+            try db.execute(
+                sql: """
+                    ALTER TABLE associationState ADD COLUMN associated INTEGER NOT NULL DEFAULT 0;
+                    UPDATE associationState SET associated =
+                        EXISTS (SELECT 1 FROM reports) OR EXISTS (SELECT 1 FROM sources)
+                        OR EXISTS (SELECT 1 FROM sourceEvents);
+                    """)
+        }
         return migrator
     }
 }
