@@ -14,6 +14,13 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     case restart
     /// An event-retention pass (`applyRetention`) expiring quakes whose time is before this.
     case expire(before: Int64)
+    /// A restart with another configuration: this source order and these windows. The next
+    /// import regroups the stored reports under it (`Associator.restore`) and publishes that.
+    case reconfigure(sources: [String], seconds: Int64, km: Double)
+    /// Another store value on the same file becomes the writer (the first time, a new one); the
+    /// one that was writing stays open, its associator in memory now behind the tables, and
+    /// becomes the writer again at the next switch (another process writing in between).
+    case switchWriter
 
     public var description: String {
         switch self {
@@ -24,6 +31,10 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
             return "restart (drop the store value, open the file again)"
         case .expire(let before):
             return "expire quakes with time < T0\(SourceModelCheck.relative(before))"
+        case .reconfigure(let sources, let seconds, let km):
+            return "restart with sources \(sources.joined(separator: ", ")), windows \(seconds) s and \(km) km"
+        case .switchWriter:
+            return "switch to the other store value on the file"
         }
     }
 }
@@ -88,6 +99,14 @@ public struct SourceModelCheckResult: Sendable {
     public var transactions = 0
     public var imports = 0
     public var restarts = 0
+    /// Deletes superseded by a merge, and deletes of events whose reports were all retracted, that
+    /// the clients from token 0 were sent.
+    public var superseded = 0
+    public var deletedUpstream = 0
+    /// Events of two or more sources, summed over the steps (how much association the cases did).
+    public var multiSourceEvents = 0
+    /// Events holding two reports of one source (through an id link), summed over the steps.
+    public var linkedTwins = 0
     public var counterexample: SourceCounterexample?
 }
 
@@ -140,6 +159,10 @@ public enum SourceModelCheck {
             result.transactions += stats.transactions
             result.imports += stats.imports
             result.restarts += stats.restarts
+            result.superseded += stats.superseded
+            result.deletedUpstream += stats.deletedUpstream
+            result.multiSourceEvents += stats.multiSourceEvents
+            result.linkedTwins += stats.linkedTwins
             if let failure {
                 result.counterexample = try await shrink(
                     sourceCase, failure: failure, mutation: mutation, caseIndex: index, caseSeed: caseSeed)
@@ -155,6 +178,10 @@ public enum SourceModelCheck {
         var transactions = 0
         var imports = 0
         var restarts = 0
+        var superseded = 0
+        var deletedUpstream = 0
+        var multiSourceEvents = 0
+        var linkedTwins = 0
     }
 
     // MARK: Generating
@@ -212,7 +239,13 @@ public enum SourceModelCheck {
 
         mutating func makeStep(_ r: inout SeededRandom) -> SourceStep {
             let roll = Int.random(in: 0..<100, using: &r)
-            if roll < 10 { return .restart }
+            if roll < 8 { return .restart }
+            if roll < 11 { return .switchWriter }
+            if roll < 13 {
+                let windows: [(Int64, Double)] = [(16, 100), (16, 100), (10, 60), (25, 150)]
+                let (seconds, km) = windows.randomElement(using: &r)!
+                return .reconfigure(sources: sources.shuffled(using: &r), seconds: seconds, km: km)
+            }
             if shape.expiry, roll < 17 {
                 let quake = quakes.randomElement(using: &r)!
                 return .expire(before: quake.time + Int64.random(in: -20_000...20_000, using: &r))
@@ -352,14 +385,18 @@ public enum SourceModelCheck {
     static func runCase(_ sourceCase: SourceCase, mutation: Mutation = .none, stats: inout Stats) async throws
         -> ModelFailure?
     {
-        let configuration = sourceCase.configuration
+        var configuration = sourceCase.configuration
         let steps = sourceCase.steps
         return try await withTemporaryDirectory { dir in
             var store = try QuakeStore(directory: dir)
+            var other: QuakeStore?
             var reference = Associator(configuration: configuration)
             var shuffler = SeededRandom(seed: sourceCase.shuffleSeed)
             var clients = (1...3).map { lag in Client(token: 0, cache: [:], origin: "token 0 (lag \(lag))", lag: lag) }
-            defer { try? store.close() }
+            defer {
+                try? store.close()
+                try? other?.close()
+            }
             for (index, step) in steps.enumerated() {
                 do {
                     let headBefore = try store.head()
@@ -367,6 +404,10 @@ public enum SourceModelCheck {
                     case .importRun(let source, let items):
                         let report = try await store.importSource(
                             source, items: items, position: nil, query: nil, association: configuration, now: now)
+                        if reference.configuration != configuration {
+                            // The store regroups what it kept under the new configuration first.
+                            reference = Associator.restore(reference.snapshot, configuration: configuration).associator
+                        }
                         _ = reference.apply(items)
                         stats.imports += 1
                         try require(
@@ -382,6 +423,15 @@ public enum SourceModelCheck {
                         // Dropped, not closed: the process is gone.
                         store = try QuakeStore(directory: dir)
                         stats.restarts += 1
+                    case .reconfigure(let sources, let seconds, let km):
+                        store = try QuakeStore(directory: dir)
+                        configuration = AssociationConfiguration(
+                            associateTimeMilliseconds: seconds * 1000, associateDistanceKm: km, sourceOrder: sources)
+                        stats.restarts += 1
+                    case .switchWriter:
+                        let next = try other ?? QuakeStore(directory: dir)
+                        other = store
+                        store = next
                     case .expire(let before):
                         let day: Int64 = 86_400_000
                         _ = try await store.applyRetention(
@@ -390,7 +440,11 @@ public enum SourceModelCheck {
                     if try store.head() != headBefore { stats.transactions += 1 }
                     let rows = try ModelCheck.rows(of: store)
                     for c in clients.indices where (index + 1) % clients[c].lag == 0 || index == steps.count - 1 {
-                        try catchUp(&clients[c], store: store, mutation: mutation)
+                        let counts = try catchUp(&clients[c], store: store, mutation: mutation)
+                        if c == 0 {
+                            stats.superseded += counts.superseded
+                            stats.deletedUpstream += counts.deletedUpstream
+                        }
                         try require(
                             clients[c].cache == rows,
                             "the client from \(clients[c].origin) differs from the store: \(ModelCheck.difference(clients[c].cache, rows))"
@@ -412,7 +466,7 @@ public enum SourceModelCheck {
                         client.cache == rows,
                         "the snapshot client differs from the store: \(ModelCheck.difference(client.cache, rows))")
                     clients.append(client)
-                    try checkStore(store, rows: rows, reference: reference, shuffler: &shuffler)
+                    try checkStore(store, rows: rows, reference: reference, shuffler: &shuffler, stats: &stats)
                     stats.steps += 1
                 } catch let problem as Problem {
                     return ModelFailure(step: index, message: problem.text)
@@ -425,7 +479,11 @@ public enum SourceModelCheck {
     }
 
     /// Property 1's catch-up, checking property 5 on the way.
-    static func catchUp(_ client: inout Client, store: QuakeStore, mutation: Mutation) throws {
+    @discardableResult
+    static func catchUp(_ client: inout Client, store: QuakeStore, mutation: Mutation) throws
+        -> (superseded: Int, deletedUpstream: Int)
+    {
+        var counts = (superseded: 0, deletedUpstream: 0)
         while true {
             let page = try store.history(after: client.token, limit: 2, maxChanges: 4)
             for transaction in page.transactions {
@@ -445,7 +503,12 @@ public enum SourceModelCheck {
                         try require(held, "the client from \(client.origin) was sent a \(what), which it did not hold")
                         client.cache[change.quakeId] = nil
                         client.unseen.remove(change.quakeId)
-                        if change.reason == .superseded { superseded.append((change.quakeId, change.supersededBy)) }
+                        if change.reason == .superseded {
+                            superseded.append((change.quakeId, change.supersededBy))
+                            counts.superseded += 1
+                        } else if change.reason == .deletedUpstream {
+                            counts.deletedUpstream += 1
+                        }
                     case .enter, .leave:
                         throw Problem("an unfiltered client was sent an \(what)")
                     }
@@ -466,11 +529,13 @@ public enum SourceModelCheck {
         try require(
             client.unseen.isEmpty,
             "the client from \(client.origin) caught up, but holds \(client.unseen.sorted()) without rows")
+        return counts
     }
 
     /// Properties 2, 3 and 4.
     static func checkStore(
-        _ store: QuakeStore, rows: [String: FeedFeature], reference: Associator, shuffler: inout SeededRandom
+        _ store: QuakeStore, rows: [String: FeedFeature], reference: Associator, shuffler: inout SeededRandom,
+        stats: inout Stats
     ) throws {
         let events = Dictionary(uniqueKeysWithValues: reference.events.map { ($0.id, $0) })
         let missing = Set(events.keys).subtracting(rows.keys).sorted()
@@ -537,6 +602,8 @@ public enum SourceModelCheck {
         }
         for (id, members) in groups {
             let bySource = Dictionary(grouping: members, by: \.source)
+            if bySource.count > 1 { stats.multiSourceEvents += 1 }
+            if bySource.values.contains(where: { $0.count > 1 }) { stats.linkedTwins += 1 }
             for (source, keys) in bySource where keys.count > 1 {
                 try require(
                     Set(keys.map(find)).count == 1,
