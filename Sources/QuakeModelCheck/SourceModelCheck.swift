@@ -214,6 +214,13 @@ public enum SourceModelCheck {
         init(shape: SourceShape, random r: inout SeededRandom) {
             self.shape = shape
             sources = Array(SourceModelCheck.allSources.shuffled(using: &r).prefix(Int.random(in: 2...4, using: &r)))
+            // One case in four is a swarm: independent quakes 20 s apart and within 80 km, so
+            // that the windows chain them into one component regrouped whole.
+            let swarm = Int.random(in: 0..<4, using: &r) == 0
+            let centre = (
+                SourceModelCheck.round(Double.random(in: 30...50, using: &r)),
+                SourceModelCheck.round(Double.random(in: 0...40, using: &r))
+            )
             for q in 0..<max(1, shape.quakes) {
                 let magnitude = Double(Int.random(in: 30...60, using: &r)) / 10
                 if q > 0, Int.random(in: 0..<3, using: &r) == 0 {
@@ -227,12 +234,19 @@ public enum SourceModelCheck {
                             time: main.time + Int64.random(in: 5_000...14_000, using: &r), latitude: lat,
                             longitude: lon, magnitude: max(2.5, main.magnitude - 1)))
                 } else {
+                    let (lat, lon) =
+                        swarm
+                        ? SourceModelCheck.move(
+                            centre.0, centre.1, km: Double.random(in: 0...40, using: &r),
+                            bearing: Double.random(in: 0..<360, using: &r))
+                        : (
+                            SourceModelCheck.round(Double.random(in: 30...50, using: &r)),
+                            SourceModelCheck.round(Double.random(in: 0...40, using: &r))
+                        )
                     quakes.append(
                         TrueQuake(
-                            time: SourceModelCheck.t0 + Int64(q) * 600_000,
-                            latitude: SourceModelCheck.round(Double.random(in: 30...50, using: &r)),
-                            longitude: SourceModelCheck.round(Double.random(in: 0...40, using: &r)),
-                            magnitude: magnitude))
+                            time: SourceModelCheck.t0 + Int64(q) * (swarm ? 20_000 : 600_000), latitude: lat,
+                            longitude: lon, magnitude: magnitude))
                 }
             }
         }
