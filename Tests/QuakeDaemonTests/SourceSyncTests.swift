@@ -4,6 +4,7 @@ import QuakeSources
 import QuakeStore
 import QuakeTestSupport
 import Testing
+import Logging
 
 @testable import QuakeDaemon
 
@@ -262,5 +263,58 @@ struct SourceQueryTests {
                 == "https://www.seismicportal.eu/fdsnws/event/1/query?format=text&orderby=time&updatedafter=1970-01-01T00:00:00.000&latitude=42.5&longitude=13.25&maxradiuskm=300&nodata=204"
         )
         #expect(SourceSync.makeReader(source) is FDSNTextReader)
+    }
+
+    @Test(
+        "a run that fails imports nothing and says why: malformed QuakeML, text of the wrong width, 429 with Retry-After, 404",
+        arguments: [
+            ("xml", "malformed", "the answer is not QuakeML"),
+            ("text", "columns", "the answer is not FDSN text"),
+            ("xml", "429", "answered 429"),
+            ("xml", "404", "is this an FDSN event service?"),
+        ])
+    func failedRuns(format: String, fault: String, expected: String) async throws {
+        try await FeedTestServer.withServer { server in
+            let service = FDSNTestService(on: server)
+            let time = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
+            try service.add(
+                feature: EndToEnd.SourceSyncTests.feature(
+                    id: "ff0001", net: "ff", time: time, latitude: 1, longitude: 2, magnitude: 3, updated: time))
+            var url = service.baseURL
+            switch fault {
+            case "malformed": service.failAlways = .malformedXML()
+            case "columns": service.failAlways = .wrongColumnCount()
+            case "429": service.failAlways = .tooManyRequests(retryAfter: 7)
+            default: url = server.url("/nothing/fdsnws/event/1/")
+            }
+            try await withTemporaryDirectory { dir in
+                let store = try QuakeStore(directory: dir)
+                let configuration = DaemonConfiguration(defaults: DefaultPaths(environment: ["HOME": dir.path]))
+                let clients = FeedHTTPClients(configuration: FeedPuller.clientConfiguration(limits: configuration.pullLimits))
+                let source = try SourceConfiguration(parsing: "ff fdsn \(url) format=\(format)")
+                let sync = SourceSync(
+                    store: store, clients: clients, settings: .init(configuration, source: source),
+                    logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+                let outcome = await sync.runOnce(sync.currentSettings)
+                guard case .failed(let failure) = outcome else {
+                    Issue.record("the run did not fail: \(outcome)")
+                    try await clients.shutdown()
+                    try store.close()
+                    return
+                }
+                #expect(failure.message.contains(expected), "\(failure.message)")
+                #expect(failure.message.contains("nothing was imported"), "\(failure.message)")
+                if fault == "429" {
+                    let delay = try #require(failure.retryAfter).timeIntervalSinceNow
+                    #expect(delay > 5 && delay <= 7, "Retry-After is kept for the backoff")
+                }
+                let state = try #require(try store.sourceStates().first)
+                #expect(state.lastError == failure.message && state.position == nil && state.reportCount == 0)
+                #expect(try store.count() == 0)
+                #expect(sync.status.consecutiveFailures == 1)
+                try await clients.shutdown()
+                try store.close()
+            }
+        }
     }
 }
