@@ -3,7 +3,9 @@
 /// strict dispatcher, and a typed `Failure` for clients. All within one namespace enum.
 ///
 /// Generated types conform to the runtime's `VarlinkValue` (strict decoding that names the
-/// wrong field; direct encoding to bytes) and to `Codable` (for tools that print them with Foundation), `Hashable` and `Sendable`.
+/// wrong field, where a member the type does not declare is refused or skipped as the scanner's
+/// `unknownMembers` says: refused in a server's call parameters, skipped in a client's replies;
+/// direct encoding to bytes) and to `Codable` (for tools that print them with Foundation), `Hashable` and `Sendable`.
 public struct SwiftGenerator {
     public let interface: VarlinkInterface
     public let text: String
@@ -143,8 +145,9 @@ public struct SwiftGenerator {
                             out.line("case \(literal(field.name)): \(read)")
                         }
                     }
-                    out.line(
-                        "default: throw VarlinkParameterError(path: [\(byHash ? "json.name(member)" : "key")], .unknownField)")
+                    // A member the type does not declare: refused or skipped as the scanner's
+                    // unknownMembers says (a call's parameters or a reply), one code for both.
+                    out.line("default: try json.unknownMember(\(byHash ? "member" : "key"))")
                     out.line("}")
                 }
                 out.line("}")

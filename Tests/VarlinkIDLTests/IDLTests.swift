@@ -161,3 +161,31 @@ extension IDLTests {
         }
     }
 }
+
+extension IDLTests {
+    @Test("one decoder per type for calls and replies: an undeclared member goes to the scanner's unknownMembers mode")
+    func unknownMembersAreTheScannersMode() throws {
+        let text = try Self.text("org.example.everything")
+        let source = SwiftGenerator(
+            interface: try VarlinkInterface(parsing: text), text: text, namespace: "Everything", runtimeModule: "Varlink",
+            sourceName: "org.example.everything.varlink"
+        ).generate()
+        func count(_ needle: String) -> Int { source.components(separatedBy: needle).count - 1 }
+        // Structs: Everything, its Inline, Point, Ping's and Empty's Parameters and Reply, Broken,
+        // Plain; enums: Choice, Color. Each has one init(json:), no strict and lenient copies.
+        #expect(count("public init(json: inout JSONScanner)") == 11)
+        #expect(count("default: try json.unknownMember(member)") == 9)
+        #expect(count(".unknownField") == 0, "no decoder refuses on its own")
+
+        // And io.quaked's generated types, both ways.
+        let reply = #"{"version":"1","storeId":"s","headToken":1,"oldestToken":0,"quakeCount":0,"databaseBytes":0,"feeds":[],"subscribers":0,"clients":[],"next":{"a":["}",{"b":"\"]"}]}}"#
+        let status = try IOQuaked.GetStatus.Reply.decode(json: Array(reply.utf8), unknownMembers: .skip)
+        #expect(status.storeId == "s" && status.sources == nil)
+        #expect(throws: VarlinkParameterError(path: ["next"], .unknownField)) {
+            try IOQuaked.GetStatus.Reply.decode(json: Array(reply.utf8))
+        }
+        #expect(throws: VarlinkParameterError(path: ["near", "next"], .unknownField)) {
+            try IOQuaked.Query.Parameters.decode(json: Array(#"{"near":{"lat":1,"lon":2,"radiusKm":3,"next":1}}"#.utf8))
+        }
+    }
+}

@@ -15,9 +15,12 @@ public struct VarlinkCallError: Error, Sendable, Hashable, CustomStringConvertib
         self.init(name: type(of: error).name, parameters: error.jsonBytes)
     }
 
-    /// Decodes the error's parameters as `T`.
-    public func decode<T: VarlinkValue>(_ type: T.Type) throws(VarlinkParameterError) -> T {
-        try T.decode(json: parameters)
+    /// Decodes the error's parameters as `T`. A reply's: members `T` does not declare (added by
+    /// a newer server) are skipped unless `unknownMembers` is `.refuse`.
+    public func decode<T: VarlinkValue>(
+        _ type: T.Type, unknownMembers: JSONScanner.UnknownMembers = .skip
+    ) throws(VarlinkParameterError) -> T {
+        try T.decode(json: parameters, unknownMembers: unknownMembers)
     }
 
     public var description: String { "\(name) \(String(decoding: parameters, as: UTF8.self))" }

@@ -8,10 +8,23 @@ public struct JSONScanner: Sendable {
     /// Nesting depth: a hostile message of a million `[` is refused, not a stack overflow.
     @usableFromInline var depth = 0
     public static let maxDepth = 64
+    /// What a generated decoder does with an object member its type does not declare.
+    public var unknownMembers: UnknownMembers
 
-    public init(_ bytes: [UInt8]) {
+    /// What a generated decoder does with an object member its type does not declare, at any
+    /// depth (the mode is the scanner's, so every nested struct follows it).
+    public enum UnknownMembers: Sendable, Hashable {
+        /// An error naming the member (a call's parameters: the server's InvalidParameter).
+        case refuse
+        /// Skipped, its whole value checked as JSON and passed over (a reply's: what a newer
+        /// server added since this client's interface, as Varlink's evolution rule allows).
+        case skip
+    }
+
+    public init(_ bytes: [UInt8], unknownMembers: UnknownMembers = .refuse) {
         self.bytes = bytes
         self.index = 0
+        self.unknownMembers = unknownMembers
     }
 
     /// The position of the next byte to read (for keeping a value's raw bytes).
@@ -119,6 +132,20 @@ public struct JSONScanner: Sendable {
                 return true
             }
         }
+    }
+
+    /// For generated decoders, at a member `member` their type does not declare (positioned at
+    /// its value): skips the value when ``unknownMembers`` is ``UnknownMembers/skip``, else
+    /// throws the error naming it. Out of line: it costs nothing while every member is known.
+    public mutating func unknownMember(_ member: MemberName) throws(VarlinkParameterError) {
+        guard unknownMembers == .skip else { throw VarlinkParameterError(path: [name(member)], .unknownField) }
+        _ = try skipValue()
+    }
+
+    /// ``unknownMember(_:)`` for a decoder that reads names with ``nextKey()``.
+    public mutating func unknownMember(_ key: String) throws(VarlinkParameterError) {
+        guard unknownMembers == .skip else { throw VarlinkParameterError(path: [key], .unknownField) }
+        _ = try skipValue()
     }
 
     /// `member`'s text (for an error naming it).
@@ -502,17 +529,67 @@ public struct JSONScanner: Sendable {
         switch peekByte() {
         case UInt8(ascii: "{"):
             try beginObject()
-            while try nextKey() != nil { _ = try skipValue() }
+            // Names as nextMember reads them: checked as nextKey checks them, no String made.
+            while try nextMember() != nil { _ = try skipValue() }
         case UInt8(ascii: "["):
             try beginArray()
             while try nextElement() { _ = try skipValue() }
-        case UInt8(ascii: "\""): _ = try readString()
+        case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try readBool()
         case UInt8(ascii: "n"): _ = try readNull()
         case nil: throw malformed("a value is missing")
         default: _ = try scanNumber(expected: "a value")
         }
         return start..<index
+    }
+
+    /// Moves past a string, checking it exactly as ``readString()`` does (escapes, surrogate
+    /// pairs, control characters, UTF-8), without making it.
+    mutating func skipString() throws(VarlinkParameterError) {
+        skipSpace()
+        guard peekByte() == UInt8(ascii: "\"") else { throw wrongType("a string") }
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                // Escapes are ASCII, so the raw bytes are valid UTF-8 exactly when the text is.
+                let valid = bytes.withUnsafeBufferPointer {
+                    Self.isValidUTF8(UnsafeBufferPointer(rebasing: $0[start..<index]))
+                }
+                guard valid else { throw malformed("a string that is not valid UTF-8") }
+                index += 1
+                return
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { break }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
+                case UInt8(ascii: "u"):
+                    let scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw malformed("a lone surrogate in a string") }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw malformed("a lone surrogate in a string") }
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw malformed("a lone surrogate in a string")
+                    }
+                default: throw malformed("an invalid escape in a string")
+                }
+            default:
+                guard byte >= 0x20 else { throw malformed("a control character in a string") }
+                index += 1
+            }
+        }
+        throw malformed("a string does not end")
     }
 
     /// The bytes of a range returned by ``skipValue()``.

@@ -1,8 +1,11 @@
 /// A value with a Varlink type: what generated types and the built-in types conform to.
 ///
 /// Decoding is strict, as systemd's sd-varlink is: an `int` is a JSON integer (not 1.0 or 1.5), a
-/// struct takes no field it does not declare, a required field must be present and not null. Every
-/// failure is a ``VarlinkParameterError`` naming the field.
+/// required field must be present and not null. Every failure is a ``VarlinkParameterError``
+/// naming the field. A member a struct does not declare is refused too when the scanner's
+/// ``JSONScanner/unknownMembers`` is `.refuse` (a server decoding a call's parameters), and
+/// skipped when it is `.skip` (a client decoding a reply: the interface may have gained optional
+/// fields since the client was built, which Varlink's evolution rule allows).
 public protocol VarlinkValue: Sendable {
     init(json: inout JSONScanner) throws(VarlinkParameterError)
     func write(to writer: inout JSONWriter)
@@ -136,10 +139,13 @@ extension Dictionary: VarlinkValue where Key == String, Value: VarlinkValue {
 }
 
 extension VarlinkValue {
-    /// Decodes one value from a whole JSON text (nothing but white space may follow it).
-    public static func decode(json bytes: some Collection<UInt8>) throws(VarlinkParameterError) -> Self {
+    /// Decodes one value from a whole JSON text (nothing but white space may follow it). Members
+    /// no struct declares are refused unless `unknownMembers` is `.skip` (for a reply's value).
+    public static func decode(
+        json bytes: some Collection<UInt8>, unknownMembers: JSONScanner.UnknownMembers = .refuse
+    ) throws(VarlinkParameterError) -> Self {
         let array = Array(bytes)
-        var scanner = JSONScanner(array)
+        var scanner = JSONScanner(array, unknownMembers: unknownMembers)
         let value = try Self(json: &scanner)
         try scanner.finish()
         return value

@@ -108,10 +108,11 @@ public struct VarlinkReply: Sendable, Hashable {
     public var continues: Bool
     public var error: String?
 
-    /// Parses one reply message. Strict like calls: unknown members are refused, `continues` never
-    /// comes with an error.
-    public init(parsing frame: [UInt8]) throws(VarlinkParameterError) {
-        let (result, continues) = try Self.decode(JSONObjectText.self, frame: frame)
+    /// Parses one reply message: `parameters` must be an object (or null), `continues` a boolean
+    /// that never comes with an error, `error` a string. Any other member is skipped, as
+    /// ``decode(_:frame:unknownMembers:)`` skips it, unless `unknownMembers` is `.refuse`.
+    public init(parsing frame: [UInt8], unknownMembers: JSONScanner.UnknownMembers = .skip) throws(VarlinkParameterError) {
+        let (result, continues) = try Self.decode(JSONObjectText.self, frame: frame, unknownMembers: unknownMembers)
         switch result {
         case .success(let object):
             self.parameters = object.bytes
@@ -124,11 +125,17 @@ public struct VarlinkReply: Sendable, Hashable {
     }
 
     /// A reply decoded in one pass: the parameters straight into `R` (not first checked, copied and
-    /// then decoded), or the error with its parameters' text. Strict like ``init(parsing:)``.
-    public static func decode<R: VarlinkValue>(_ type: R.Type, frame: [UInt8]) throws(VarlinkParameterError)
-        -> (result: Result<R, VarlinkCallError>, continues: Bool)
-    {
-        var json = JSONScanner(frame)
+    /// then decoded), or the error with its parameters' text.
+    ///
+    /// Strict about what is there (types, required fields, duplicates, JSON itself), but by default
+    /// a member nobody declares, in the message or at any depth of the parameters, is skipped: a
+    /// newer server may have added optional fields since the client's interface was generated
+    /// (Varlink's evolution rule; the reference clients ignore them too). `.refuse` makes it an
+    /// error, for a checker that wants replies exactly as the interface has them.
+    public static func decode<R: VarlinkValue>(
+        _ type: R.Type, frame: [UInt8], unknownMembers: JSONScanner.UnknownMembers = .skip
+    ) throws(VarlinkParameterError) -> (result: Result<R, VarlinkCallError>, continues: Bool) {
+        var json = JSONScanner(frame, unknownMembers: unknownMembers)
         var value: R?
         var valueError: VarlinkParameterError?
         var raw: [UInt8]?
@@ -159,7 +166,7 @@ public struct VarlinkReply: Sendable, Hashable {
                 raw = Array(json.slice(try json.skipValue()))
             case "continues": continues = try json.field("continues", seen: &seen, bit: 2)
             case "error": error = try json.field("error", seen: &seen, bit: 4)
-            default: throw VarlinkParameterError(path: [key], .unknownField)
+            default: try json.unknownMember(key)
             }
         }
         try json.finish()
@@ -171,7 +178,7 @@ public struct VarlinkReply: Sendable, Hashable {
         if let valueError { throw valueError }
         if let value { return (.success(value), continues ?? false) }
         // No parameters means an empty object.
-        return (.success(try R.decode(json: Array("{}".utf8))), continues ?? false)
+        return (.success(try R.decode(json: Array("{}".utf8), unknownMembers: unknownMembers)), continues ?? false)
     }
 
     /// Starts a reply frame in `writer`: write the parameters object next, then call

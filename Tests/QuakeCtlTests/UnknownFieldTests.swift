@@ -1,0 +1,91 @@
+import Foundation
+import QuakeProtocol
+import QuakeTestSupport
+import Testing
+
+/// An installed quakectl against a newer quaked: replies with fields its interface does not have
+/// yet (Varlink lets an interface gain optional fields) are read, the new fields ignored.
+@Suite struct UnknownFieldTests {
+    /// A quaked from the future, in Python: every reply carries members this quakectl has never
+    /// heard of, at the top, inside structs and inside array elements, of every JSON shape.
+    static let newerQuaked = #"""
+        import json, socket, sys
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(sys.argv[1])
+        server.listen(8)
+        print("ready", flush=True)
+        odd = {"nested": {"list": [1, {"deep": "a \"}]\" {["}], "none": None}, "text": "\\\"{}", "n": -1.5e3}
+        status = {
+            "version": "9.9.9", "storeId": "future-store", "headToken": 42, "oldestToken": 7,
+            "quakeCount": 1234, "databaseBytes": 4096, "feeds": [], "subscribers": 2,
+            "clients": [{"name": "alice", "token": 40, "lag": 2, "lastSeen": 1741132800000,
+                         "priority": "high", "extra": odd}],
+            "sources": [{"name": "ingv", "reports": 12345, "agencyCodes": ["INGV", "RM"], "health": odd}],
+            "federation": odd, "peers": [odd, [odd], "x"], "uptimeSeconds": 99,
+        }
+        quake = {"id": "new1", "time": 1741132809120, "mag": 4.4, "place": "Somewhere",
+                 "agency": "INGV", "contributors": ["ingv", "emsc", {"name": "usgs", "weight": 0.5}]}
+        while True:
+            connection, _ = server.accept()
+            buffer = b""
+            while True:
+                data = connection.recv(65536)
+                if not data:
+                    break
+                buffer += data
+                while b"\0" in buffer:
+                    message, buffer = buffer.split(b"\0", 1)
+                    call = json.loads(message)
+                    method = call.get("method")
+                    if method == "io.quaked.GetStatus":
+                        reply = {"parameters": status, "annotation": odd}
+                    elif method == "io.quaked.Get" and call["parameters"]["id"] == "new1":
+                        reply = {"parameters": {"quake": quake, "servedBy": "replica-2"}}
+                    elif method == "io.quaked.Get":
+                        reply = {"error": "io.quaked.NoSuchQuake",
+                                 "parameters": {"id": call["parameters"]["id"], "suggestions": ["new1"], "why": odd}}
+                    else:
+                        reply = {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
+                    connection.sendall(json.dumps(reply).encode() + b"\0")
+            connection.close()
+        """#
+
+    @Test("status, show and an error reply from a quaked whose replies carry fields quakectl does not know")
+    func newerQuaked() async throws {
+        try await withTemporaryDirectory { dir in
+            let script = dir.appendingPathComponent("newer-quaked.py")
+            try Self.newerQuaked.write(to: script, atomically: true, encoding: .utf8)
+            let socket = dir.appendingPathComponent("newer.sock").path
+            let server = try ChildProcess("/usr/bin/env", [PeerTools.python, script.path, socket])
+            defer { server.signal(SIGTERM) }
+            try await waitUntil(timeout: .seconds(20)) { server.stdout.contains("ready") }
+
+            let status = try await quakectl(["status", "--socket", socket])
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stderr.isEmpty, "\(status.stderr)")
+            for text in ["quaked 9.9.9", "future-store", "1,234", "alice", "ingv", "12,345 reports"] {
+                #expect(status.stdout.contains(text), "\(text) in \(status.stdout)")
+            }
+
+            // --json prints what this quakectl knows, the unknown members left out.
+            let json = try await quakectl(["status", "--json", "--socket", socket])
+            #expect(json.status == 0, "\(json.stderr)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+            #expect(object["headToken"] as? Int == 42 && object["quakeCount"] as? Int == 1234)
+            #expect(object["federation"] == nil && object["peers"] == nil)
+            let clients = try #require(object["clients"] as? [[String: Any]])
+            #expect(clients.first?["name"] as? String == "alice" && clients.first?["priority"] == nil)
+
+            let shown = try await quakectl(["show", "new1", "--socket", socket])
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(shown.stdout.contains("Somewhere"), "\(shown.stdout)")
+
+            // An error reply's parameters with extra members: still the typed error.
+            let missing = try await quakectl(["show", "gone1", "--socket", socket])
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("gone1"), "\(missing.stderr)")
+            #expect(!missing.stderr.contains("cannot be read"), "\(missing.stderr)")
+        }
+    }
+}
