@@ -158,6 +158,20 @@ enum StatusLine {
         return "\(summary(store)) · last pull \(feed.name): \(outcome)"
     }
 
+    static func make(store: QuakeStore, source: String, outcome: SourceSync.Outcome) -> String {
+        let text: String
+        switch outcome {
+        case .imported(let report, _, _):
+            text =
+                report.token == nil
+                ? "no changes"
+                : "+\(report.created) new, \(report.updated) updated, \(report.superseded) superseded"
+        case .failed:
+            text = "failed"
+        }
+        return "\(summary(store)) · last run of source \(source): \(text)"
+    }
+
     private static func summary(_ store: QuakeStore) -> String {
         let count = (try? store.count()) ?? 0
         let head = (try? store.head()) ?? 0

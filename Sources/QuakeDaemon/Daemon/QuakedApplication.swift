@@ -80,7 +80,10 @@ public struct QuakedApplication: Sendable {
             store: store, clients: httpClients, settings: .init(configuration), logger: logger, metrics: metrics)
         self.catalogSync = catalogSync
         let sourceSyncs = SourceSyncs(
-            store: store, clients: httpClients, configuration: configuration, logger: logger, metrics: metrics)
+            store: store, clients: httpClients, configuration: configuration, logger: logger, metrics: metrics
+        ) { name, outcome in
+            notifier.status(StatusLine.make(store: store, source: name, outcome: outcome))
+        }
         self.sourceSyncs = sourceSyncs
         reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
             scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
