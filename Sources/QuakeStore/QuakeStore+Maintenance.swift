@@ -23,10 +23,16 @@ extension QuakeStore {
     /// Deletes quakes by id as one history transaction (author `delete`, reason `deleted-by-user`).
     /// Ids that are not stored are reported, not an error. A later import brings back an event the
     /// feed still carries, as a new insert.
+    ///
+    /// In association mode (QuakeStore+UsgsSource.swift) an event's reports go with its row, in
+    /// the same transaction, each leaving a retraction tombstone at its `updated` (and a usgs
+    /// report an upstream deletion, see ``FeedImport``): a copy no newer than the deleted report,
+    /// sent again by its source or the feed, does not bring the event back; a newer one does.
     public func delete(ids: [String], now: Date = Date()) async throws -> DeleteReport {
         try await pool.write { db in
             var recorder = try HistoryRecorder(
                 db: db, author: .delete, source: nil, now: now, commitSignal: commitSignal)
+            let associated = try Self.isAssociationMode(db)
             var deleted: [String] = []
             var notFound: [String] = []
             for id in Self.unique(ids) {
@@ -36,7 +42,11 @@ extension QuakeStore {
                 }
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
                 try recorder.recordDelete(FeedImport.tombstone(of: quake), reason: .deletedByUser)
+                if associated { try Self.removeEvent(db, id: id, tombstonesAt: Self.milliseconds(now)) }
                 deleted.append(id)
+            }
+            if associated && !deleted.isEmpty {
+                try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
             }
             return DeleteReport(token: try recorder.finish().token, deleted: deleted, notFound: notFound)
         }
@@ -44,6 +54,9 @@ extension QuakeStore {
 
     /// Event retention: deletes quakes whose event `time` is older than `maxAge`, as one history
     /// transaction (author `retention`, reason `expired`). Returns its token, or `nil` when none expired.
+    ///
+    /// In association mode an expired event's reports (and their `usgsReports` rows) and its event
+    /// go with its row; imports given `expiringBefore` do not bring them back.
     @discardableResult
     public func applyRetention(maxAge: Duration, now: Date = Date()) async throws -> HistoryToken? {
         let cutoff = Self.milliseconds(now) - Self.milliseconds(maxAge)
@@ -56,9 +69,15 @@ extension QuakeStore {
             while let row = try expired.next() {
                 tombstones.append(FeedImport.tombstone(of: QuakeColumns.feature(from: row)))
             }
+            let associated = try Self.isAssociationMode(db)
             for tombstone in tombstones {
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [tombstone.id])
                 try recorder.recordDelete(tombstone, reason: .expired)
+                if associated { try Self.removeEvent(db, id: tombstone.id, tombstonesAt: nil) }
+            }
+            if associated && !tombstones.isEmpty {
+                // The associator in memory no longer holds: rebuilt by the next import.
+                try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
             }
             // Upstream deletions of expired events: the import skips those events anyway.
             try db.execute(sql: "DELETE FROM upstreamDeletions WHERE time < ?", arguments: [cutoff])
@@ -90,6 +109,39 @@ extension QuakeStore {
             try db.execute(sql: "UPDATE storeInfo SET purgedThrough = ?", arguments: [through])
             return PurgeReport(removed: removed, oldestToken: through)
         }
+    }
+
+    /// Association mode: removes the event `id` (its row is being deleted), its reports and
+    /// their `usgsReports` rows. With `tombstonesAt` (now, ms), each report leaves a retraction
+    /// tombstone at its `updated` (`now` without one), and a usgs report an upstream deletion
+    /// under its ids, so that no copy but a newer one brings it back.
+    static func removeEvent(_ db: Database, id: String, tombstonesAt now: Int64?) throws {
+        let members = try Row.fetchAll(
+            db, sql: "SELECT source, id, updated, time, links FROM reports WHERE event = ?", arguments: [id])
+        for member in members {
+            let source: String = member[0]
+            let reportID: String = member[1]
+            let updated: Int64? = member[2]
+            if source == usgsSource {
+                try db.execute(sql: "DELETE FROM usgsReports WHERE id = ?", arguments: [reportID])
+            }
+            guard let now else { continue }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)",
+                arguments: [source, reportID, updated ?? now])
+            if source == usgsSource {
+                let links: [String] =
+                    (member[4] as String?).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                    ?? []
+                for deletedID in [reportID] + links {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO upstreamDeletions (id, updated, time) VALUES (?, ?, ?)",
+                        arguments: [deletedID, updated ?? now, member[3] as Int64])
+                }
+            }
+        }
+        try db.execute(sql: "DELETE FROM reports WHERE event = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
     }
 
     static func fetchQuake(_ db: Database, id: String) throws -> FeedFeature? {

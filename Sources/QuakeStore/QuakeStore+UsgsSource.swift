@@ -93,8 +93,8 @@ extension QuakeStore {
 
     /// An event's row (`feature`, made by ``feature(of:members:now:isOtherEvent:)``) with the
     /// USGS-only fields of its usgs member's row; the row itself (under the event's id) when that
-    /// report is the event's only member, and its `net`, `code`, `ids` and `sources` too when it is
-    /// the preferred one.
+    /// report is the event's only member, and its `net`, `code` and `ids` too when it is the
+    /// preferred one, and its `sources` followed by the other members' agencies.
     static func feature(_ feature: FeedFeature, withUsgsRow row: FeedFeature, onlyMember: Bool, preferred: Bool)
         -> FeedFeature
     {
@@ -123,7 +123,14 @@ extension QuakeStore {
             result.net = row.net
             result.code = row.code
             result.ids = row.ids
-            result.sources = row.sources
+            // The feed's contributors, then the other members' agencies (as `feature(of:)` names
+            // them): a second agency joining is an update clients see.
+            var sources = (row.sources ?? ",").split(separator: ",").map(String.init)
+            for other in (feature.sources ?? "").split(separator: ",").map(String.init)
+            where other != (row.net ?? "") && !sources.contains(other) {
+                sources.append(other)
+            }
+            result.sources = sources.isEmpty ? nil : "," + sources.joined(separator: ",") + ","
         }
         return result
     }
