@@ -57,12 +57,11 @@ public struct SourceShape: Sendable {
     public var quakes = 4
     /// Items per run, at most.
     public var runSize = 5
-    /// Whether cases hold retention passes. Off: the store does not handle event retention for
-    /// source events yet (an expired event's row goes, its `sourceEvents` row and reports stay,
-    /// and the next report of it inserts the row again), so every case with an expiry fails.
-    public var expiry = false
+    /// Whether cases hold retention passes: an expired event goes with its reports (no
+    /// tombstones), and later imports run under the retention (reports older than it left out).
+    public var expiry = true
 
-    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = false) {
+    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = true) {
         self.steps = steps
         self.quakes = quakes
         self.runSize = runSize
@@ -103,6 +102,8 @@ public struct SourceModelCheckResult: Sendable {
     /// the clients from token 0 were sent.
     public var superseded = 0
     public var deletedUpstream = 0
+    /// Deletes of expired quakes the clients from token 0 were sent.
+    public var expired = 0
     /// Events of two or more sources, summed over the steps (how much association the cases did).
     public var multiSourceEvents = 0
     /// Events holding two reports of one source (through an id link), summed over the steps.
@@ -114,7 +115,8 @@ public struct SourceModelCheckResult: Sendable {
 /// store file. A case is a random sequence of runs (one source each, several items in random
 /// order: reports a few seconds and tens of kilometres apart across agencies, aftershocks and a
 /// source's second event within the windows, revisions across the windows and back, stale
-/// copies, id links, retractions and reports coming back newer) and restarts. After every step:
+/// copies, id links, retractions and reports coming back newer), restarts (also under another
+/// configuration), a second store value writing in turns, and retention passes. After every step:
 /// 1. Clients equal the store: clients following the history from token 0 (catching up after
 ///    every step, or every second or third), and clients that started from a snapshot after an
 ///    earlier step, hold exactly the `quakes` rows.
@@ -161,6 +163,7 @@ public enum SourceModelCheck {
             result.restarts += stats.restarts
             result.superseded += stats.superseded
             result.deletedUpstream += stats.deletedUpstream
+            result.expired += stats.expired
             result.multiSourceEvents += stats.multiSourceEvents
             result.linkedTwins += stats.linkedTwins
             if let failure {
@@ -180,6 +183,7 @@ public enum SourceModelCheck {
         var restarts = 0
         var superseded = 0
         var deletedUpstream = 0
+        var expired = 0
         var multiSourceEvents = 0
         var linkedTwins = 0
     }
@@ -405,6 +409,8 @@ public enum SourceModelCheck {
             var store = try QuakeStore(directory: dir)
             var other: QuakeStore?
             var reference = Associator(configuration: configuration)
+            // The retention the imports run under after a pass (the latest cutoff), as the daemon's.
+            var expireBefore: Int64?
             var shuffler = SeededRandom(seed: sourceCase.shuffleSeed)
             var clients = (1...3).map { lag in Client(token: 0, cache: [:], origin: "token 0 (lag \(lag))", lag: lag) }
             defer {
@@ -417,12 +423,18 @@ public enum SourceModelCheck {
                     switch step {
                     case .importRun(let source, let items):
                         let report = try await store.importSource(
-                            source, items: items, position: nil, query: nil, association: configuration, now: now)
+                            source, items: items, position: nil, query: nil, association: configuration, now: now,
+                            expiringBefore: expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) })
                         if reference.configuration != configuration {
                             // The store regroups what it kept under the new configuration first.
                             reference = Associator.restore(reference.snapshot, configuration: configuration).associator
                         }
-                        _ = reference.apply(items)
+                        // Reports older than the retention are left out.
+                        _ = reference.apply(
+                            items.filter { item in
+                                if case .report(let r) = item, let expireBefore { return r.time >= expireBefore }
+                                return true
+                            })
                         stats.imports += 1
                         try require(
                             report.items == items.count && report.applied + report.ignored == items.count,
@@ -450,6 +462,12 @@ public enum SourceModelCheck {
                         let day: Int64 = 86_400_000
                         _ = try await store.applyRetention(
                             maxAge: .seconds(86_400), now: Date(timeIntervalSince1970: Double(before + day) / 1000))
+                        expireBefore = max(expireBefore ?? before, before)
+                        // An expired event goes with its reports, leaving no retraction tombstone.
+                        for event in reference.events where event.preferred.time < before {
+                            _ = reference.apply(
+                                event.reports.map { SourceItem.retraction(source: $0.source, id: $0.id, updated: nil) })
+                        }
                     }
                     if try store.head() != headBefore { stats.transactions += 1 }
                     let rows = try ModelCheck.rows(of: store)
@@ -458,6 +476,7 @@ public enum SourceModelCheck {
                         if c == 0 {
                             stats.superseded += counts.superseded
                             stats.deletedUpstream += counts.deletedUpstream
+                            stats.expired += counts.expired
                         }
                         try require(
                             clients[c].cache == rows,
@@ -495,9 +514,9 @@ public enum SourceModelCheck {
     /// Property 1's catch-up, checking property 5 on the way.
     @discardableResult
     static func catchUp(_ client: inout Client, store: QuakeStore, mutation: Mutation) throws
-        -> (superseded: Int, deletedUpstream: Int)
+        -> (superseded: Int, deletedUpstream: Int, expired: Int)
     {
-        var counts = (superseded: 0, deletedUpstream: 0)
+        var counts = (superseded: 0, deletedUpstream: 0, expired: 0)
         while true {
             let page = try store.history(after: client.token, limit: 2, maxChanges: 4)
             for transaction in page.transactions {
@@ -522,6 +541,8 @@ public enum SourceModelCheck {
                             counts.superseded += 1
                         } else if change.reason == .deletedUpstream {
                             counts.deletedUpstream += 1
+                        } else if change.reason == .expired {
+                            counts.expired += 1
                         }
                     case .enter, .leave:
                         throw Problem("an unfiltered client was sent an \(what)")

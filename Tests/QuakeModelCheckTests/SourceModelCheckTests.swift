@@ -5,7 +5,7 @@ import Testing
 /// The source model check on real store files: several agencies, association, restarts, clients
 /// following history. `QUAKED_SOURCE_MODEL_SEED` and `QUAKED_SOURCE_MODEL_CASES` run other cases;
 /// the default is fixed so that a failure in CI is reproduced by running the same test;
-/// `QUAKED_SOURCE_MODEL_EXPIRY=1` adds retention passes.
+/// `QUAKED_SOURCE_MODEL_EXPIRY=0` leaves retention passes out.
 @Suite struct SourceModelCheckTests {
     @Test("seeded runs of several sources keep clients, grouping and history right after every step")
     func randomCases() async throws {
@@ -13,12 +13,10 @@ import Testing
         let seed = environment["QUAKED_SOURCE_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_127
         let cases = environment["QUAKED_SOURCE_MODEL_CASES"].flatMap { Int($0) } ?? 60
         let started = Date()
-        // Retention passes are left out: the store does not expire source events yet (an expired
-        // event's reports stay and its next report inserts the row again). `=1` puts them in.
-        let expiry = environment["QUAKED_SOURCE_MODEL_EXPIRY"] == "1"
+        let expiry = environment["QUAKED_SOURCE_MODEL_EXPIRY"] != "0"
         let result = try await SourceModelCheck.run(cases: cases, seed: seed, shape: SourceShape(expiry: expiry))
         print(
-            "source model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.imports) imports, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded, \(result.deletedUpstream) deleted upstream; \(result.multiSourceEvents) multi-source and \(result.linkedTwins) linked-twin events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+            "source model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.imports) imports, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded, \(result.deletedUpstream) deleted upstream, \(result.expired) expired; \(result.multiSourceEvents) multi-source and \(result.linkedTwins) linked-twin events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
         )
         if let counterexample = result.counterexample {
             Issue.record("\(counterexample)")
@@ -28,6 +26,7 @@ import Testing
             #expect(result.restarts > 0)
             #expect(result.superseded > 0 && result.deletedUpstream > 0, "merges and retractions")
             #expect(result.multiSourceEvents > cases, "association across sources")
+            #expect(!expiry || result.expired > 0, "retention passes that expire events")
         }
     }
 
