@@ -21,6 +21,9 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     /// one that was writing stays open, its associator in memory now behind the tables, and
     /// becomes the writer again at the next switch (another process writing in between).
     case switchWriter
+    /// `quakectl delete` of these ids (events or not): each event goes with its reports, which
+    /// leave retraction tombstones at their `updated`.
+    case delete([String])
 
     public var description: String {
         switch self {
@@ -35,6 +38,8 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
             return "restart with sources \(sources.joined(separator: ", ")), windows \(seconds) s and \(km) km"
         case .switchWriter:
             return "switch to the other store value on the file"
+        case .delete(let ids):
+            return "delete \(ids.joined(separator: " "))"
         }
     }
 }
@@ -104,6 +109,8 @@ public struct SourceModelCheckResult: Sendable {
     public var deletedUpstream = 0
     /// Deletes of expired quakes the clients from token 0 were sent.
     public var expired = 0
+    /// Quakes the delete steps removed.
+    public var deletedByUser = 0
     /// Events of two or more sources, summed over the steps (how much association the cases did).
     public var multiSourceEvents = 0
     /// Events holding two reports of one source (through an id link), summed over the steps.
@@ -164,6 +171,7 @@ public enum SourceModelCheck {
             result.superseded += stats.superseded
             result.deletedUpstream += stats.deletedUpstream
             result.expired += stats.expired
+            result.deletedByUser += stats.deletedByUser
             result.multiSourceEvents += stats.multiSourceEvents
             result.linkedTwins += stats.linkedTwins
             if let failure {
@@ -184,6 +192,7 @@ public enum SourceModelCheck {
         var superseded = 0
         var deletedUpstream = 0
         var expired = 0
+        var deletedByUser = 0
         var multiSourceEvents = 0
         var linkedTwins = 0
     }
@@ -264,7 +273,13 @@ public enum SourceModelCheck {
                 let (seconds, km) = windows.randomElement(using: &r)!
                 return .reconfigure(sources: sources.shuffled(using: &r), seconds: seconds, km: km)
             }
-            if shape.expiry, roll < 17 {
+            if roll < 15 {
+                let ids = (0..<Int.random(in: 1...2, using: &r)).map { _ in
+                    "\(sources.randomElement(using: &r)!)\(Int.random(in: 0..<quakes.count, using: &r))"
+                }
+                return .delete(ids)
+            }
+            if shape.expiry, roll < 20 {
                 let quake = quakes.randomElement(using: &r)!
                 return .expire(before: quake.time + Int64.random(in: -20_000...20_000, using: &r))
             }
@@ -458,6 +473,21 @@ public enum SourceModelCheck {
                         let next = try other ?? QuakeStore(directory: dir)
                         other = store
                         store = next
+                    case .delete(let ids):
+                        let report = try await store.delete(ids: ids, now: now)
+                        var deleted: [String] = []
+                        for id in ids where !deleted.contains(id) {
+                            guard let event = reference.event(id: id) else { continue }
+                            deleted.append(id)
+                            _ = reference.apply(
+                                event.reports.map { key in
+                                    SourceItem.retraction(
+                                        source: key.source, id: key.id, updated: reference.report(key)?.updated ?? nowMs)
+                                })
+                        }
+                        stats.deletedByUser += report.deleted.count
+                        try require(
+                            report.deleted == deleted, "delete reported \(report.deleted), the events were \(deleted)")
                     case .expire(let before):
                         let day: Int64 = 86_400_000
                         _ = try await store.applyRetention(

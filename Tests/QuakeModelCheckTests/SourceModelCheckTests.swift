@@ -16,7 +16,7 @@ import Testing
         let expiry = environment["QUAKED_SOURCE_MODEL_EXPIRY"] != "0"
         let result = try await SourceModelCheck.run(cases: cases, seed: seed, shape: SourceShape(expiry: expiry))
         print(
-            "source model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.imports) imports, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded, \(result.deletedUpstream) deleted upstream, \(result.expired) expired; \(result.multiSourceEvents) multi-source and \(result.linkedTwins) linked-twin events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+            "source model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.imports) imports, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded, \(result.deletedUpstream) deleted upstream, \(result.expired) expired, \(result.deletedByUser) deleted by a user; \(result.multiSourceEvents) multi-source and \(result.linkedTwins) linked-twin events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
         )
         if let counterexample = result.counterexample {
             Issue.record("\(counterexample)")
@@ -27,6 +27,7 @@ import Testing
             #expect(result.superseded > 0 && result.deletedUpstream > 0, "merges and retractions")
             #expect(result.multiSourceEvents > cases, "association across sources")
             #expect(!expiry || result.expired > 0, "retention passes that expire events")
+            #expect(result.deletedByUser > 0, "deletes of events")
         }
     }
 
