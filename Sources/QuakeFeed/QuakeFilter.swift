@@ -23,6 +23,12 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
     public var minSignificance: Int64?
     /// Event time at or after, in milliseconds since the Unix epoch.
     public var since: Int64?
+    /// Agencies (`us`, `emsc`, ...): the quake has a report from one of them, an entry of its
+    /// `sources` matching one, ignoring case.
+    public var agencies: [String]?
+    /// The quake has reports from at least this many agencies: entries of its `sources` (a quake
+    /// without `sources` counts none).
+    public var minAgencies: Int64?
 
     public enum Region: Sendable, Hashable, Codable {
         /// Within `radiusKm` of a point, by great-circle distance.
@@ -53,7 +59,7 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
     public init(
         minMagnitude: Double? = nil, maxMagnitude: Double? = nil, region: Region? = nil, types: [String]? = nil,
         minAlert: AlertLevel? = nil, tsunami: Bool? = nil, reviewedOnly: Bool = false, minSignificance: Int64? = nil,
-        since: Int64? = nil
+        since: Int64? = nil, agencies: [String]? = nil, minAgencies: Int64? = nil
     ) {
         self.minMagnitude = minMagnitude
         self.maxMagnitude = maxMagnitude
@@ -64,6 +70,8 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
         self.reviewedOnly = reviewedOnly
         self.minSignificance = minSignificance
         self.since = since
+        self.agencies = agencies
+        self.minAgencies = minAgencies
     }
 
     /// Whether the filter lets every quake through.
@@ -135,6 +143,15 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
         if let minSignificance, minSignificance < 0 {
             throw fail("minSignificance", "\(minSignificance) is below 0")
         }
+        if let agencies {
+            if agencies.isEmpty { throw fail("agencies", "an empty list matches nothing; leave it out for every agency") }
+            if let bad = agencies.first(where: { $0.isEmpty || $0.contains(",") }) {
+                throw fail("agencies", "\"\(bad)\" is not an agency (a name without commas)")
+            }
+        }
+        if let minAgencies, minAgencies < 1 {
+            throw fail("minAgencies", "\(minAgencies) is below 1")
+        }
     }
 
     /// Whether a quake with these values passes.
@@ -158,6 +175,13 @@ public struct QuakeFilter: Sendable, Hashable, Codable {
         }
         if let types {
             guard let type = q.type, types.contains(type) else { return false }
+        }
+        if let minAgencies, QuakeImage.agencyCount(q.sources) < minAgencies { return false }
+        if let agencies {
+            guard let sources = q.sources, QuakeImage.agencies(sources).contains(where: { source in
+                agencies.contains { $0.caseInsensitiveCompare(source) == .orderedSame }
+            })
+            else { return false }
         }
         switch region {
         case nil:
@@ -192,10 +216,13 @@ public struct QuakeImage: Sendable, Hashable {
     public var tsunami: Int64?
     public var status: String?
     public var sig: Int64?
+    /// The contributing agencies as the quake's `sources` field lists them (`,us,ak,`).
+    public var sources: String?
 
     public init(
         mag: Double? = nil, lat: Double? = nil, lon: Double? = nil, time: Int64? = nil, type: String? = nil,
-        alert: String? = nil, tsunami: Int64? = nil, status: String? = nil, sig: Int64? = nil
+        alert: String? = nil, tsunami: Int64? = nil, status: String? = nil, sig: Int64? = nil,
+        sources: String? = nil
     ) {
         self.mag = mag
         self.lat = lat
@@ -206,12 +233,24 @@ public struct QuakeImage: Sendable, Hashable {
         self.tsunami = tsunami
         self.status = status
         self.sig = sig
+        self.sources = sources
     }
 
     public init(_ q: FeedFeature) {
         self.init(
             mag: q.mag, lat: q.lat, lon: q.lon, time: q.time, type: q.type, alert: q.alert, tsunami: q.tsunami,
-            status: q.status, sig: q.sig)
+            status: q.status, sig: q.sig, sources: q.sources)
+    }
+
+    /// The entries of a `sources` list (`,us,ak,` gives `us`, `ak`), empty ones left out.
+    public static func agencies(_ sources: String) -> [Substring] {
+        sources.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces)[...] }.filter { !$0.isEmpty }
+    }
+
+    /// How many agencies a `sources` list names, each once whatever its case (none for nil).
+    public static func agencyCount(_ sources: String?) -> Int64 {
+        guard let sources else { return 0 }
+        return Int64(Set(agencies(sources).map { $0.lowercased() }).count)
     }
 }
 

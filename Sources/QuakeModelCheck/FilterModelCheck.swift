@@ -219,6 +219,10 @@ public enum FilterModelCheck {
         if maybe(6) { filter.tsunami = Bool.random(using: &r) }
         if maybe(5) { filter.reviewedOnly = true }
         if maybe(6) { filter.minSignificance = [640, 660].randomElement(using: &r)! }
+        // The templates' sources (,pt,at,us, ,ci,us, ,us,) differ, and each version takes a
+        // template: a version that changes them makes an agency filter's enter or leave.
+        if maybe(4) { filter.agencies = [["ci"], ["PT", "ak"], ["at", "CI"]].randomElement(using: &r)! }
+        if maybe(5) { filter.minAgencies = [2, 3].randomElement(using: &r)! }
         if maybe(5) {
             filter.since = ModelGenerator.baseTime + Int64.random(in: 1...4, using: &r) * 86_400_000
         }

@@ -24,7 +24,8 @@ extension QuakeFilter {
             minMagnitude: filter.minMagnitude, maxMagnitude: filter.maxMagnitude, region: region, types: filter.types,
             minAlert: filter.minAlert.flatMap { AlertLevel(rawValue: $0.rawValue) }, tsunami: filter.tsunami,
             reviewedOnly: filter.reviewed ?? false, minSignificance: filter.minSignificance.map(Int64.init),
-            since: filter.since.map(Int64.init))
+            since: filter.since.map(Int64.init), agencies: filter.agencies,
+            minAgencies: filter.minAgencies.map(Int64.init))
         try validate()
     }
 }
@@ -50,7 +51,8 @@ extension IOQuaked.Filter {
             polygons: polygons,
             types: filter.types, minAlert: filter.minAlert.flatMap { IOQuaked.AlertLevel(rawValue: $0.rawValue) },
             tsunami: filter.tsunami, reviewed: filter.reviewedOnly ? true : nil,
-            minSignificance: filter.minSignificance.map(Int.init), since: filter.since.map(Int.init))
+            minSignificance: filter.minSignificance.map(Int.init), since: filter.since.map(Int.init),
+            agencies: filter.agencies, minAgencies: filter.minAgencies.map(Int.init))
     }
 }
 
@@ -59,6 +61,6 @@ extension QuakeImage {
     public init(_ q: IOQuaked.Quake) {
         self.init(
             mag: q.mag, lat: q.lat, lon: q.lon, time: Int64(q.time), type: q.type, alert: q.alert,
-            tsunami: q.tsunami.map(Int64.init), status: q.status, sig: q.sig.map(Int64.init))
+            tsunami: q.tsunami.map(Int64.init), status: q.status, sig: q.sig.map(Int64.init), sources: q.sources)
     }
 }

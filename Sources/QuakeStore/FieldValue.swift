@@ -128,6 +128,9 @@ public struct Tombstone: Sendable, Hashable, Codable {
     public var status: String?
     public var tsunami: Int64?
     public var sig: Int64?
+    /// The contributing agencies (`sources`, `,emsc,ingv,`). Tombstones written before
+    /// `--agency` filters were added lack it.
+    public var sources: String?
 
     public init(id: String, code: String?, mag: Double?, place: String?, time: Int64) {
         self.id = id
@@ -148,13 +151,14 @@ public struct Tombstone: Sendable, Hashable, Codable {
         status = q.status
         tsunami = q.tsunami
         sig = q.sig
+        sources = q.sources
     }
 
     /// The values a filter looks at.
     public var image: QuakeImage {
         QuakeImage(
             mag: mag, lat: lat, lon: lon, time: time, type: type, alert: alert, tsunami: tsunami, status: status,
-            sig: sig)
+            sig: sig, sources: sources)
     }
 }
 

@@ -64,13 +64,14 @@ extension QuakeFilter {
 extension QuakeFilter {
     /// Which of a quake's values the filter looks at.
     struct Needs {
-        var magnitude, position, type, alert, tsunami, status, significance: Bool
+        var magnitude, position, type, alert, tsunami, status, significance, sources: Bool
     }
 
     var needs: Needs {
         Needs(
             magnitude: minMagnitude != nil || maxMagnitude != nil, position: region != nil, type: types != nil,
-            alert: minAlert != nil, tsunami: tsunami != nil, status: reviewedOnly, significance: minSignificance != nil)
+            alert: minAlert != nil, tsunami: tsunami != nil, status: reviewedOnly, significance: minSignificance != nil,
+            sources: agencies != nil || minAgencies != nil)
     }
 }
 
@@ -161,10 +162,24 @@ extension QuakeImage {
             case "tsunami": q.tsunami = v.int
             case "status": q.status = v.string
             case "sig": q.sig = v.int
+            case "sources": q.sources = v.string
             default: break
             }
         }
         return q
+    }
+}
+
+extension FieldChange {
+    /// The change of `sources` in an update's stored FieldChange array, if it made one. A quick
+    /// look for the field's name first: most updates do not touch it.
+    static func sourcesChange(json: UnsafeRawBufferPointer) -> FieldChange? {
+        let needle = Array("\"sources\"".utf8)
+        guard json.count >= needle.count,
+            (0...(json.count - needle.count)).contains(where: { i in needle.indices.allSatisfy { json[i + $0] == needle[$0] } })
+        else { return nil }
+        let changes = try? JSONDecoder().decode([FieldChange].self, from: Data(json))
+        return changes?.first { $0.field == "sources" }
     }
 }
 

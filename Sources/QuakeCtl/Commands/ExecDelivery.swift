@@ -166,7 +166,9 @@ struct ExecDelivery: Sendable {
     /// else the quake as stored now, its tombstone, or the cache's row), the token and the store.
     /// A value the change does not have is empty. `QUAKE_TIME` is UTC, `QUAKE_TIME_LOCAL` the same
     /// instant in `timeZone` (`--tz`) with its offset; `QUAKE_DEPTH` is in kilometres whatever
-    /// `--units` says, and `QUAKE_PLACE` is the place as stored.
+    /// `--units` says, and `QUAKE_PLACE` is the place as stored. `QUAKE_AGENCY` is the agency of the
+    /// preferred report (`net`, upper-cased: `US`), `QUAKE_AGENCIES` every contributing agency
+    /// (``Formatting/agencies(net:sources:)``: `US+AK`, `EMSC+INGV`).
     static func values(
         _ change: IOQuaked.Change, token: Int, storeId: String, before: IOQuaked.Quake?, timeZone: TimeZone = .current
     ) -> [String: String]
@@ -187,6 +189,8 @@ struct ExecDelivery: Sendable {
         }
         let time: Int? = new("time").map { $0?.int } ?? (q?.time ?? t?.time)
         let tsunami: Int? = new("tsunami").map { $0?.int } ?? (q?.tsunami ?? t?.tsunami)
+        let net = text("net", q?.net)
+        let sources = text("sources", q?.sources ?? t?.sources)
         return [
             "QUAKE_ID": change.quakeId,
             "QUAKE_KIND": change.kind.rawValue,
@@ -200,6 +204,8 @@ struct ExecDelivery: Sendable {
             "QUAKE_URL": text("url", q?.url),
             "QUAKE_ALERT": text("alert", q?.alert ?? t?.alert),
             "QUAKE_TSUNAMI": tsunami.map(String.init) ?? "",
+            "QUAKE_AGENCY": net.uppercased(),
+            "QUAKE_AGENCIES": Formatting.agencies(net: net.isEmpty ? nil : net, sources: sources) ?? "",
             "QUAKED_TOKEN": String(token),
             "QUAKED_STORE": storeId,
         ]

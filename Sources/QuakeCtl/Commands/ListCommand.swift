@@ -9,7 +9,11 @@ public struct ListCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List stored earthquakes, newest first.",
-        discussion: "Each line shows magnitude, place, time and id; a footer counts what matched.")
+        discussion: """
+            Each line shows magnitude, place, time, the agencies that reported the quake (the \
+            preferred one first: US+AK, EMSC+INGV; cut to 16 characters with a count of the rest: \
+            US+AK +3) and id; a footer counts what matched.
+            """)
 
     @OptionGroup public var options: ClientOptions
 
@@ -70,10 +74,13 @@ public struct ListCommand: AsyncParsableCommand {
         }
         let now = Date()
         let width = Formatting.placeWidth(quakes.map(\.place))
+        let agencies = quakes.map { Formatting.agencies(net: $0.net, sources: $0.sources) }
+        let agencyWidth = Formatting.agencyWidth(agencies)
         var text = ""
-        for q in quakes {
+        for (q, agencies) in zip(quakes, agencies) {
             text += Formatting.row(
-                mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: width, style, now: now)
+                mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: width, style, now: now,
+                agencies: agencies, agencyWidth: agencyWidth)
             text += "\n"
         }
         var footer =

@@ -59,6 +59,19 @@ public struct FilterOptions: ParsableArguments, Sendable {
     @Option(help: ArgumentHelp("Only earthquakes since then: \(TimeArgument.help).", valueName: "time"))
     public var since: String?
 
+    @Option(
+        name: .customLong("agency"),
+        help: ArgumentHelp(
+            "Only quakes with a report from this agency (us, emsc, ingv, ...; any case), one of the quake's sources; repeat for several.",
+            valueName: "agency"))
+    public var agencies: [String] = []
+
+    @Option(
+        name: .customLong("min-agencies"),
+        help: ArgumentHelp(
+            "Only quakes with reports from at least this many agencies (the entries of sources).", valueName: "n"))
+    public var minAgencies: Int?
+
     public init() {}
 
     /// The part of the world a map of the quakes `filter` (what ``filter(now:sinceIsFilter:)``
@@ -99,6 +112,8 @@ public struct FilterOptions: ParsableArguments, Sendable {
         if let box { parts.append("in \(box)") }
         if region != nil { parts.append("in the --region polygons") }
         if let since { parts.append("since \(since)") }
+        if !agencies.isEmpty { parts.append("from " + agencies.map { $0.uppercased() }.joined(separator: " or ")) }
+        if let minAgencies { parts.append("≥ \(minAgencies) agencies") }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 
@@ -146,6 +161,13 @@ public struct FilterOptions: ParsableArguments, Sendable {
         }
         if tsunami { filter.tsunami = true }
         filter.minSignificance = minSignificance.map(Int64.init)
+        let agencies = agencies.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            .filter { !$0.isEmpty }
+        if !self.agencies.isEmpty {
+            guard !agencies.isEmpty else { throw ValidationError("--agency takes an agency's name, e.g. --agency emsc.") }
+            filter.agencies = Array(Set(agencies.map { $0.lowercased() })).sorted()
+        }
+        filter.minAgencies = minAgencies.map(Int64.init)
         if let since, sinceIsFilter {
             guard let ms = TimeArgument.parse(since, now: now) else {
                 throw ValidationError("--since \(since) is not a time; use \(TimeArgument.help).")
@@ -195,6 +217,8 @@ public struct FilterOptions: ParsableArguments, Sendable {
         case let f where f.hasPrefix("polygons"): "--region"
         case "types": "--type"
         case "minSignificance": "--min-sig"
+        case "agencies": "--agency"
+        case "minAgencies": "--min-agencies"
         default: "--" + field
         }
     }

@@ -5,10 +5,17 @@ import Varlink
 
 /// History changes as lines: `new`, `updated` (with what changed), `removed` (with why), and for
 /// a filtered watch `enter` (a stored quake now matches) and `leave` (it no longer does, with what
-/// changed). Times are in the style's zone, depths and places' distances in its unit.
+/// changed). Times are in the style's zone, depths and places' distances in its unit. Before the
+/// id, the agency of the quake's preferred report (`net`, upper-cased: `US`, `EMSC`), blank when
+/// the change does not say and no cached row does.
 public enum ChangeText {
     /// The width of the place column in change lines.
     static let placeWidth = 36
+    /// The width of the agency column in change lines.
+    static let agencyWidth = 6
+
+    /// The agency column's text: `net`, upper-cased.
+    static func agency(_ net: String?) -> String { net?.uppercased() ?? "" }
 
     /// One change as a line. `before` is the quake as it was (from a cache), when known.
     public static func line(
@@ -23,14 +30,15 @@ public enum ChangeText {
             }
             return label
                 + Formatting.row(
-                    mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
+                    mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now,
+                    agencies: agency(q.net), agencyWidth: agencyWidth)
         case .update:
             let label = style.paint(Formatting.fit("updated", 9), .yellow)
             let q = change.quake ?? before
             let mag = change.quake?.mag ?? newValue(change, "mag") ?? before?.mag
             let row = Formatting.row(
                 mag: mag, place: q?.place, time: q?.time ?? 0, id: change.quakeId, placeWidth: placeWidth, style,
-                now: now)
+                now: now, agencies: agency(q?.net), agencyWidth: agencyWidth)
             var text = label + row
             appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
             return text
@@ -42,7 +50,8 @@ public enum ChangeText {
             let q = change.quake
             let row = Formatting.row(
                 mag: q?.mag ?? newValue(change, "mag"), place: q?.place ?? "(removed since)", time: q?.time ?? 0,
-                id: change.quakeId, placeWidth: placeWidth, style, now: now)
+                id: change.quakeId, placeWidth: placeWidth, style, now: now,
+                agencies: agency(q?.net ?? before?.net), agencyWidth: agencyWidth)
             var text = label + row
             appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
             return text
@@ -59,13 +68,16 @@ public enum ChangeText {
         let t = change.tombstone
         return Formatting.row(
             mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
-            id: change.quakeId, placeWidth: placeWidth, style, now: now)
+            id: change.quakeId, placeWidth: placeWidth, style, now: now, agencies: agency(before?.net),
+            agencyWidth: agencyWidth)
     }
 
     /// A quake shown as it is (`watch --last`).
     public static func line(quake q: IOQuaked.Quake, _ style: OutputStyle, now: Date = Date()) -> String {
         style.dim(Formatting.fit("quake", 9))
-            + Formatting.row(mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now)
+            + Formatting.row(
+                mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now,
+                agencies: agency(q.net), agencyWidth: agencyWidth)
     }
 
     /// Why a quake was removed, as words.

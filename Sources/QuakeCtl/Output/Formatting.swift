@@ -255,10 +255,11 @@ public enum Formatting {
         pad(&row, 6 - text.utf8.count)  // ASCII: a character per byte
     }
 
-    /// One quake as a list row: magnitude, place, time, id.
+    /// One quake as a list row: magnitude, place, time, id; with an `agencyWidth`, the agencies
+    /// (``agencies(net:sources:)``, cut to fit) in a column before the id.
     public static func row(
         mag: Double?, place: String?, time: Int, id: String, placeWidth: Int, _ style: OutputStyle,
-        now: Date = Date()
+        now: Date = Date(), agencies: String? = nil, agencyWidth: Int = 0
     ) -> String {
         let when = Formatting.time(time, style, now: now)
         let shownPlace = place.map { Formatting.place($0, style.units) } ?? "(unknown place)"
@@ -272,8 +273,55 @@ public enum Formatting {
         pad(&row, 2)
         appendFitted(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
         pad(&row, 2)
+        if agencyWidth > 0 {
+            appendFitted(fitAgencies(agencies ?? "", agencyWidth), agencyWidth, to: &row)
+            pad(&row, 2)
+        }
         row += style.dim(id)
         return row
+    }
+
+    /// A quake's agencies for people: the entries of `sources` (`,us,ak,`), upper-cased, each
+    /// once, `+`-joined, the preferred report's agency (`net`) first and the others in the order
+    /// `sources` lists them: `US+AK`, `EMSC+INGV`. A quake without `sources` shows its `net`; nil
+    /// when it has neither.
+    public static func agencies(net: String?, sources: String?) -> String? {
+        agencyList(net: net, sources: sources).map { $0.joined(separator: "+") }
+    }
+
+    /// The agencies of ``agencies(net:sources:)`` as a list (nil for none).
+    public static func agencyList(net: String?, sources: String?) -> [String]? {
+        var names: [String] = []
+        let preferred = net.map { $0.trimmingCharacters(in: .whitespaces).uppercased() }
+        if let preferred, !preferred.isEmpty { names.append(preferred) }
+        for entry in (sources ?? "").split(separator: ",") {
+            let name = entry.trimmingCharacters(in: .whitespaces).uppercased()
+            if !name.isEmpty, !names.contains(name) { names.append(name) }
+        }
+        return names.isEmpty ? nil : names
+    }
+
+    /// Agencies (`US+AK+NC+CI`) cut to `width` at a whole name, with how many were left out:
+    /// `US+AK +2`. A first name too long alone is cut by ``fit(_:_:)``.
+    static func fitAgencies(_ text: String, _ width: Int) -> String {
+        guard text.count > width else { return text }
+        let names = text.split(separator: "+")
+        var shown = String(names[0])
+        var count = 1
+        while count < names.count {
+            let next = shown + "+" + names[count]
+            let rest = names.count - count - 1
+            guard next.count + (rest > 0 ? " +\(rest)".count : 0) <= width else { break }
+            shown = next
+            count += 1
+        }
+        return count < names.count ? shown + " +\(names.count - count)" : shown
+    }
+
+    /// A width for the agencies column that suits these texts (at most 16 characters); 0, no
+    /// column, when none has agencies.
+    public static func agencyWidth(_ texts: some Sequence<String?>) -> Int {
+        min(16, texts.reduce(0) { max($0, $1?.count ?? 0) })
     }
 
     /// A width for the place column that suits these places (between 12 and 48 characters).

@@ -43,7 +43,8 @@ extension IOQuaked.Tombstone {
     init(_ t: Tombstone) {
         self.init(
             id: t.id, code: t.code, mag: t.mag, place: t.place, time: Int(t.time), lat: t.lat, lon: t.lon, depth: t.depth,
-            type: t.type, alert: t.alert, status: t.status, tsunami: t.tsunami.map(Int.init), sig: t.sig.map(Int.init))
+            type: t.type, alert: t.alert, status: t.status, tsunami: t.tsunami.map(Int.init), sig: t.sig.map(Int.init),
+            sources: t.sources)
     }
 }
 
