@@ -149,9 +149,12 @@ extension QuakeStore {
     /// rows and the associator in memory are all left as they were, and the error (SQLite's) is
     /// thrown; the caller records it with ``recordSourceFailure(_:error:now:)``.
     ///
-    /// Not yet done here: event retention (a report of an expired event brings its row back, and
-    /// the reports of expired events are kept) and the USGS feed as a source (a quake row the feed
-    /// wrote under an event's id is taken for the event's row).
+    /// The first source import enters association mode (QuakeStore+UsgsSource.swift): the USGS
+    /// feed's rows stored until then become reports of source `usgs`, each its own event under its
+    /// own id, without history; from then on the feed's imports are associated with the sources'
+    /// reports. Report items whose time is before `expiringBefore` (event retention) are left out,
+    /// counted as ignored, so that a copy of an expired event's report does not bring it back
+    /// (``applyRetention(maxAge:now:)`` removes an expired event's reports with its row).
     public func importSource(
         _ name: String, items: [SourceItem], position: Int64?, query: String?,
         association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil

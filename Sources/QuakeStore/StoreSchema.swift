@@ -384,6 +384,9 @@ enum StoreSchema {
                         PRIMARY KEY (alias, quakeId)
                     ) WITHOUT ROWID;
                     CREATE INDEX usgsReportAliases_quakeId ON usgsReportAliases (quakeId);
+                    -- reports by id alone (any source): the namesakes a published event id has
+                    -- (SourceImport.republishNamesakes), looked up for every changed event
+                    CREATE INDEX reports_id ON reports (id);
                     CREATE TRIGGER usgsReports_aliases_cascade AFTER DELETE ON usgsReports
                     BEGIN
                         DELETE FROM usgsReportAliases WHERE quakeId = old.id;
