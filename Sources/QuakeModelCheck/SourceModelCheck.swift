@@ -334,7 +334,8 @@ public enum SourceModelCheck {
             case 17:
                 // A stale retraction.
                 let last = lastUpdated[key] ?? clock
-                return .retraction(source: source, id: key.id, updated: last - Int64.random(in: 1...6, using: &r) * 1000)
+                return .retraction(
+                    source: source, id: key.id, updated: last - Int64.random(in: 1...6, using: &r) * 1000)
             case 18, 19:
                 // The source's second event near the first: 3–10 s later, 10–40 km away.
                 key = ReportKey(source: source, id: "\(source)\(q)b")
@@ -482,7 +483,8 @@ public enum SourceModelCheck {
                             _ = reference.apply(
                                 event.reports.map { key in
                                     SourceItem.retraction(
-                                        source: key.source, id: key.id, updated: reference.report(key)?.updated ?? nowMs)
+                                        source: key.source, id: key.id, updated: reference.report(key)?.updated ?? nowMs
+                                    )
                                 })
                         }
                         stats.deletedByUser += report.deleted.count
@@ -628,7 +630,8 @@ public enum SourceModelCheck {
             if let event = events[id] {
                 try require(
                     ReportKey(reports[0]) == event.preferredKey,
-                    "quake \(id)'s preferred report is \(ReportKey(reports[0])), the associator's \(event.preferredKey)")
+                    "quake \(id)'s preferred report is \(ReportKey(reports[0])), the associator's \(event.preferredKey)"
+                )
                 let row = rows[id]!
                 try require(
                     row.time == event.preferred.time && row.lat == event.preferred.latitude
