@@ -357,8 +357,10 @@ public struct QuakeCache: Sendable {
         }
     }
 
+    /// A cached quake, as a reply is read: members this build does not know (a cache written
+    /// by a newer quakectl, before a downgrade) are skipped.
     private static func decode(_ json: String) throws -> IOQuaked.Quake {
-        try IOQuaked.Quake.decode(json: Array(json.utf8))
+        try IOQuaked.Quake.decode(json: Array(json.utf8), unknownMembers: .skip)
     }
 }
 
