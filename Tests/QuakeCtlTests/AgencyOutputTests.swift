@@ -88,6 +88,16 @@ import Testing
         #expect(gone.contains("EMSC    20261127_0001"))
     }
 
+    @Test func anAgencyJoiningIsSummarizedAsAgencies() {
+        let fields = [
+            IOQuaked.FieldChange(field: "net", old: .init(string: "emsc"), new: .init(string: "ingv")),
+            IOQuaked.FieldChange(field: "sources", old: .init(string: ",emsc,"), new: .init(string: ",emsc,ingv,")),
+        ]
+        #expect(ChangeText.fieldSummary(fields, OutputStyle()) == "agency EMSC→INGV, agencies EMSC→EMSC+INGV")
+        let first = [IOQuaked.FieldChange(field: "sources", old: nil, new: .init(string: ",us,"))]
+        #expect(ChangeText.fieldSummary(first, OutputStyle()) == "agencies –→US")
+    }
+
     @Test func execGetsTheAgencyAndTheAgencies() {
         let q = Self.quake("20261127_0001", net: "ingv", sources: ",emsc,ingv,")
         let insert = ExecDelivery.values(

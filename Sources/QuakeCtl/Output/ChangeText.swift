@@ -130,6 +130,17 @@ public enum ChangeText {
                 text += placeText(f.old, style)
                 text += "→"
                 text += placeText(f.new, style)
+            case "sources":
+                // An agency joining or leaving the event: `agencies EMSC→EMSC+INGV`.
+                text += "agencies "
+                text += agenciesText(f.old)
+                text += "→"
+                text += agenciesText(f.new)
+            case "net":
+                text += "agency "
+                text += f.old?.string?.uppercased() ?? "–"
+                text += "→"
+                text += f.new?.string?.uppercased() ?? "–"
             default:
                 text += f.field
                 text += " "
@@ -163,6 +174,11 @@ public enum ChangeText {
 
     static func placeText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {
         valueText(value?.string.map { IOQuaked.FieldValue(string: Formatting.place($0, style.units)) } ?? value)
+    }
+
+    /// A `sources` value as agencies (`EMSC+INGV`), cut as the list's column is.
+    static func agenciesText(_ value: IOQuaked.FieldValue?) -> String {
+        Formatting.agencies(net: nil, sources: value?.string).map { Formatting.fitAgencies($0, 32) } ?? "–"
     }
 
     static func valueText(_ value: IOQuaked.FieldValue?) -> String {
