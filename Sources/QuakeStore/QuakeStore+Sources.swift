@@ -235,8 +235,8 @@ extension QuakeStore {
     }
 
     /// Part of ``checkIntegrity(limit:)``: every report is in a stored event, every event has
-    /// reports and its preferred report among them, and no retraction tombstone is kept for a key
-    /// that has a report.
+    /// reports and its preferred report among them, no retraction tombstone is kept for a key
+    /// that has a report, and the USGS rows of association mode and the `usgs` reports match.
     static func checkSourceIntegrity(_ db: Database, into problems: inout IntegrityProblems) throws {
         for row in try Row.fetchAll(
             db,
@@ -277,6 +277,28 @@ extension QuakeStore {
                 """)
         {
             problems.add("report \(row[0] as String):\(row[1] as String) has a retraction tombstone")
+        }
+        // The USGS feed's rows (association mode) and the `usgs` reports made of them.
+        for id in try String.fetchAll(
+            db,
+            sql: """
+                SELECT u.id FROM usgsReports u
+                WHERE u.lat IS NOT NULL AND u.lon IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM reports r WHERE r.source = 'usgs' AND r.id = u.id)
+                ORDER BY u.id LIMIT 20
+                """)
+        {
+            problems.add("USGS row \(id) has no usgs report")
+        }
+        for id in try String.fetchAll(
+            db,
+            sql: """
+                SELECT r.id FROM reports r
+                WHERE r.source = 'usgs' AND NOT EXISTS (SELECT 1 FROM usgsReports u WHERE u.id = r.id)
+                ORDER BY r.id LIMIT 20
+                """)
+        {
+            problems.add("usgs report \(id) has no USGS row")
         }
     }
 

@@ -243,6 +243,14 @@ struct UsgsSourceTests {
             let again = try await Self.importFeed(feedJSON(features), into: store)
             #expect(again.token == nil && again.unchanged == 50)
             #expect(try store.head() == before.head + 1)
+            // checkIntegrity sees a USGS row without its report, and a usgs report without its row.
+            try await store.pool.write { db in
+                try db.execute(sql: "DELETE FROM reports WHERE source = 'usgs' AND id = 'us1001'")
+                try db.execute(sql: "DELETE FROM usgsReports WHERE id = 'us1002'")
+            }
+            let problems = try store.checkIntegrity().joined(separator: "\n")
+            #expect(problems.contains("USGS row us1001 has no usgs report"), "\(problems)")
+            #expect(problems.contains("usgs report us1002 has no USGS row"), "\(problems)")
         }
     }
 
