@@ -440,18 +440,7 @@ public struct JSONScanner: Sendable {
                 case UInt8(ascii: "r"): text.append(0x0D)
                 case UInt8(ascii: "t"): text.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw malformed("a lone surrogate in a string") }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw malformed("a lone surrogate in a string") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00..<0xE000).contains(scalar) {
-                        throw malformed("a lone surrogate in a string")
-                    }
+                    let scalar = try unicodeEscape()
                     text.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
                 default: throw malformed("an invalid escape in a string")
                 }
@@ -502,6 +491,22 @@ public struct JSONScanner: Sendable {
             }
         }
         return true
+    }
+
+    /// After `\u`: the escaped scalar, reading the low half of a surrogate pair too (`\uD83D\uDE00`);
+    /// a lone surrogate is refused.
+    private mutating func unicodeEscape() throws(VarlinkParameterError) -> UInt32 {
+        let scalar = try hex4()
+        if (0xD800..<0xDC00).contains(scalar) {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else { throw malformed("a lone surrogate in a string") }
+            index += 2
+            let low = try hex4()
+            guard (0xDC00..<0xE000).contains(low) else { throw malformed("a lone surrogate in a string") }
+            return 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        }
+        if (0xDC00..<0xE000).contains(scalar) { throw malformed("a lone surrogate in a string") }
+        return scalar
     }
 
     private mutating func hex4() throws(VarlinkParameterError) -> UInt32 {
@@ -571,17 +576,7 @@ public struct JSONScanner: Sendable {
                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     break
                 case UInt8(ascii: "u"):
-                    let scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw malformed("a lone surrogate in a string") }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw malformed("a lone surrogate in a string") }
-                    } else if (0xDC00..<0xE000).contains(scalar) {
-                        throw malformed("a lone surrogate in a string")
-                    }
+                    _ = try unicodeEscape()
                 default: throw malformed("an invalid escape in a string")
                 }
             default:
