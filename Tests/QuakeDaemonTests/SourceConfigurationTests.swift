@@ -8,8 +8,8 @@ import Testing
 @testable import QuakeDaemon
 
 /// `source`, `associate-time`, `associate-distance` and `feed = none`: parsing, every error, the
-/// round trip through ``DaemonConfiguration/text(for:)``, the first stage's refusal, and the
-/// environment and flag forms.
+/// round trip through ``DaemonConfiguration/text(for:)``, sources beside a feed (a source
+/// named `usgs` refused), the source order, and the environment and flag forms.
 @Suite("source configuration")
 struct SourceConfigurationTests {
     let defaults = DefaultPaths(environment: [:], isRoot: true)
@@ -109,24 +109,56 @@ struct SourceConfigurationTests {
         #expect(inEnvironment.source == "QUAKED_SOURCE")
     }
 
-    @Test("sources with a summary feed or a catalog are refused, saying what to write instead")
-    func firstStageRefusal() throws {
-        // The default feed counts: sources need feed = none.
-        let withDefaultFeed = try #require(error("source = emsc fdsn \(Self.emsc)\n"))
-        #expect(withDefaultFeed.key == "source" && withDefaultFeed.source.hasSuffix("quaked.conf:1"))
-        #expect(withDefaultFeed.problem.contains("sources cannot be combined with the USGS summary feed yet (feed = all_month)"))
-        #expect(withDefaultFeed.problem.contains("set feed = none"))
+    @Test("sources run beside a summary feed and a catalog; a source named usgs is then refused, saying why")
+    func besideTheFeed() throws {
+        // The default feed, and a catalog, with sources: accepted.
+        let withDefaultFeed = try load("source = emsc fdsn \(Self.emsc)\n").configuration
+        #expect(withDefaultFeed.feeds.map(\.name) == ["all_month"] && withDefaultFeed.sources.map(\.name) == ["emsc"])
+        let withCatalog = try load(
+            "feed = none\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\n"
+        ).configuration
+        #expect(withCatalog.catalog != nil && withCatalog.sources.map(\.name) == ["emsc"])
         #expect(
-            withDefaultFeed.problem.contains(
-                "to follow the USGS too, add it as a source: source = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/"))
-        let withCatalog = try #require(
-            error("feed = none\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\n"))
-        #expect(withCatalog.problem.contains("sources cannot be combined with the catalog sync yet"))
-        #expect(withCatalog.problem.contains("set catalog = none"))
-        // Without sources, the feed and the catalog are as before; with feed = none, sources load.
-        #expect(try load("catalog = https://earthquake.usgs.gov/fdsnws/event/1/\n").configuration.sources.isEmpty)
+            try load("feed = all_day\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\n")
+                .configuration.sources.count == 1)
+
+        // `usgs` is the summary feed's and the catalog's own source in the store.
+        let named = try #require(error("source = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/\n"))
+        #expect(named.key == "source" && named.source.hasSuffix("quaked.conf:1"))
+        #expect(named.problem.contains("source usgs: the name usgs is the USGS summary feed's and the catalog sync's own source"))
+        #expect(named.problem.contains("(feed = all_month)"))
+        #expect(
+            named.problem.contains("choose another name, e.g. source = comcat fdsn https://earthquake.usgs.gov/fdsnws/event/1/"),
+            "\(named.problem)")
+        let namedBesideCatalog = try #require(
+            error(
+                "feed = none\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\nsource = usgs fdsn \(Self.emsc)\n"
+            ))
+        #expect(namedBesideCatalog.problem.contains("(catalog = https://earthquake.usgs.gov/fdsnws/event/1/)"))
+        #expect(namedBesideCatalog.problem.contains("choose another name"))
+        // Without a feed or catalog, `usgs` is a name like any other; with feed = none, sources load.
+        let alone = try load("feed = none\nsource = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/\n").configuration
+        #expect(alone.sources.map(\.name) == ["usgs"])
+        #expect(alone.association.sourceOrder == ["usgs"])
         let loaded = try load("feed = none\nsource = emsc fdsn \(Self.emsc)\n").configuration
         #expect(loaded.feeds.isEmpty && loaded.sources.map(\.name) == ["emsc"])
+        // Without sources, the feed and the catalog are as before.
+        #expect(try load("catalog = https://earthquake.usgs.gov/fdsnws/event/1/\n").configuration.sources.isEmpty)
+    }
+
+    @Test("the source order: usgs first when a feed or a catalog is configured, then the sources in configuration order")
+    func sourceOrder() throws {
+        let ingv = "ingv fdsn https://webservices.ingv.it/fdsnws/event/1/"
+        let withFeed = try load("source = \(ingv)\nsource = emsc fdsn \(Self.emsc)\n").configuration
+        #expect(withFeed.association.sourceOrder == ["usgs", "ingv", "emsc"])
+        let withCatalog = try load(
+            "feed = none\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\nsource = \(ingv)\n"
+        ).configuration
+        #expect(withCatalog.association.sourceOrder == ["usgs", "emsc", "ingv"])
+        let sourcesOnly = try load("feed = none\nsource = emsc fdsn \(Self.emsc)\nsource = \(ingv)\n").configuration
+        #expect(sourcesOnly.association.sourceOrder == ["emsc", "ingv"])
+        #expect(try load("feed = none\n").configuration.association.sourceOrder.isEmpty)
+        #expect(try load("").configuration.association.sourceOrder == ["usgs"])
     }
 
     @Test("feed = none or empty is no feed; it prints as none and reads back")
@@ -147,7 +179,7 @@ struct SourceConfigurationTests {
         let initial = DaemonConfiguration(defaults: defaults)
         #expect(initial.text(for: .associateTime) == ["16s"])
         #expect(initial.text(for: .associateDistance) == ["100km"])
-        #expect(initial.association == AssociationConfiguration())
+        #expect(initial.association == AssociationConfiguration(sourceOrder: ["usgs"]), "the default feed is the source usgs")
         var configuration = initial
         try configuration.apply(.associateTime, "20s", source: "test")
         try configuration.apply(.associateDistance, "150", source: "test")
@@ -157,7 +189,7 @@ struct SourceConfigurationTests {
         #expect(configuration.text(for: .associateDistance) == ["62.5km"])
         let association = configuration.association
         #expect(association.associateTimeMilliseconds == 20_000 && association.associateDistanceKm == 62.5)
-        #expect(association.sourceOrder == ["b", "a"], "the configuration's order, not the names'")
+        #expect(association.sourceOrder == ["usgs", "b", "a"], "the feed first, then the configuration's order")
         for bad in ["0", "-5km", "far", "3000km", "nan"] {
             #expect(throws: ConfigurationError.self, "\(bad)") {
                 try configuration.apply(.associateDistance, bad, source: "test")
@@ -223,7 +255,7 @@ struct SourceConfigurationTests {
         try rebuilt.validate()
     }
 
-    @Test("quaked --check-config prints the sources; a refused combination exits 78 naming the line")
+    @Test("quaked --check-config prints the sources, beside a feed too; a source named usgs beside a feed exits 78")
     func checkConfigProcess() async throws {
         try await withTemporaryDirectory { dir in
             let file = dir.appendingPathComponent("quaked.conf")
@@ -234,12 +266,17 @@ struct SourceConfigurationTests {
             #expect(ok.stdout.contains("feed = none"))
             #expect(ok.stdout.contains("source = emsc fdsn \(Self.emsc) format=text interval=60s since=1d overlap=10m"))
             #expect(ok.stdout.contains("associate-time = 16s") && ok.stdout.contains("associate-distance = 100km"))
-            let refused = try await ChildProcess.run(
+            let beside = try await ChildProcess.run(
                 BuiltProducts.path("quaked"),
                 ["--check-config", "--config", file.path, "--feed", "all_day", "--source", "x fdsn \(Self.emsc)"])
+            #expect(beside.status == 0, "\(beside.stderr)")
+            #expect(beside.stdout.contains("feed = all_day") && beside.stdout.contains("source = x fdsn \(Self.emsc)"))
+            let refused = try await ChildProcess.run(
+                BuiltProducts.path("quaked"),
+                ["--check-config", "--config", file.path, "--feed", "all_day", "--source", "usgs fdsn \(Self.emsc)"])
             #expect(refused.status == 78)
             #expect(refused.stderr.contains("source (--source)"), "\(refused.stderr)")
-            #expect(refused.stderr.contains("set feed = none"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("choose another name"), "\(refused.stderr)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import QuakeAssociation
 import NIOConcurrencyHelpers
 import QuakeProtocol
 import QuakeStore
@@ -11,7 +12,7 @@ import Varlink
 /// Jobs live in the store (``QuakeStore/createBackfillJob(catalog:start:end:minMagnitude:region:span:now:)``):
 /// a job found `running` at start-up was interrupted (a restart, kill -9 included) and resumes at
 /// its cursor, the start of its next window. Each window is imported with
-/// ``QuakeStore/importBackfillWindow(job:windowEnd:span:source:maxBytes:now:expiringBefore:produce:)``,
+/// ``QuakeStore/importBackfillWindow(job:windowEnd:span:source:maxBytes:now:expiringBefore:association:produce:)``,
 /// which moves the cursor in the import's own transaction. Progress (the window in flight, the
 /// rate, the estimate) is kept in memory and published to whoever follows the job.
 public final class BackfillRunner: Service, Sendable {
@@ -21,6 +22,9 @@ public final class BackfillRunner: Service, Sendable {
         var limits: FeedPuller.Limits
         var defaultCatalog: CatalogService
         var eventRetention: Duration?
+        /// The association settings of its windows' imports (``DaemonConfiguration/association``):
+        /// in association mode a backfill window is the source `usgs`'s reports.
+        var association: AssociationConfiguration
     }
 
     /// What is known of the running job beyond its row.
@@ -195,7 +199,8 @@ public final class BackfillRunner: Service, Sendable {
             importWindow: { url, windowEnd, span, body in
                 try await store.importBackfillWindow(
                     job: id, windowEnd: windowEnd, span: span, source: url.absoluteString,
-                    maxBytes: settings.limits.maxBytes, expiringBefore: expiring, produce: body)
+                    maxBytes: settings.limits.maxBytes, expiringBefore: expiring, association: settings.association,
+                    produce: body)
             },
             events: { event in self.record(event, job: id) })
     }

@@ -157,7 +157,8 @@ extension BackfillRunner.Settings {
     init(_ configuration: DaemonConfiguration) {
         self.init(
             pager: .init(configuration), limits: configuration.pullLimits,
-            defaultCatalog: configuration.catalog ?? .usgs, eventRetention: configuration.eventRetention)
+            defaultCatalog: configuration.catalog ?? .usgs, eventRetention: configuration.eventRetention,
+            association: configuration.association)
     }
 }
 
@@ -167,6 +168,6 @@ extension CatalogSync.Settings {
             service: configuration.catalog, interval: configuration.catalogInterval,
             overlap: configuration.catalogOverlap, since: configuration.catalogSince, minMagnitude: configuration.catalogMinMagnitude,
             region: configuration.catalogRegion, pager: .init(configuration), limits: configuration.pullLimits,
-            eventRetention: configuration.eventRetention)
+            eventRetention: configuration.eventRetention, association: configuration.association)
     }
 }

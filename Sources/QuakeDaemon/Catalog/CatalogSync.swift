@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import QuakeAssociation
 import NIOConcurrencyHelpers
 import QuakeProtocol
 import QuakeStore
@@ -32,6 +33,9 @@ final class CatalogSync: Service, Sendable {
         var pager: CatalogPager.Settings
         var limits: FeedPuller.Limits
         var eventRetention: Duration?
+        /// The association settings of its imports (``DaemonConfiguration/association``): in
+        /// association mode the catalog's imports are the source `usgs`.
+        var association: AssociationConfiguration
     }
 
     private struct Status {
@@ -139,7 +143,7 @@ final class CatalogSync: Service, Sendable {
                     importWindow: { url, _, _, body in
                         try await store.importCatalogWindow(
                             source: url.absoluteString, maxBytes: settings.limits.maxBytes, expiringBefore: expiring,
-                            produce: body)
+                            association: settings.association, produce: body)
                     },
                     events: { event in
                         if case .imported(_, _, let report, _) = event {

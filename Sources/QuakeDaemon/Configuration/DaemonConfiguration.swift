@@ -78,19 +78,28 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Failures of one window in a row before a backfill job (or a catalog sync run) gives up.
     public var backfillAttempts: Int = 5
     /// The agencies followed (`source = NAME KIND URL ...`), in configuration order: an earlier
-    /// source's report is preferred. For now, not together with a summary feed or `catalog`
-    /// (``validate()``).
+    /// source's report is preferred. Beside a summary feed or `catalog`, whose imports are the
+    /// source `usgs` (``association``); no source may then be named `usgs` (``validate()``).
     public var sources: [SourceConfiguration] = []
     /// Reports of different sources whose origin times are at most this far apart may be one quake.
     public var associateTime: Duration = .seconds(16)
     /// ... and whose epicentres are at most this many kilometres apart.
     public var associateDistanceKm: Double = 100
 
+    /// Whether quaked imports from the USGS itself: a summary feed or the catalog sync. Once
+    /// sources are configured, these imports are the store's source `usgs`.
+    public var usgsImports: Bool { !feeds.isEmpty || catalog != nil }
+
     /// The association settings this configuration gives: its windows, and the sources' order.
+    ///
+    /// The order is the preference among reports equally reviewed and not regional: `usgs` (the
+    /// summary feed's and the catalog sync's reports) first when a feed or `catalog` is
+    /// configured, then the sources in configuration order.
     public var association: AssociationConfiguration {
         AssociationConfiguration(
             associateTimeMilliseconds: Int64(associateTime / .milliseconds(1)),
-            associateDistanceKm: associateDistanceKm, sourceOrder: sources.map(\.name))
+            associateDistanceKm: associateDistanceKm,
+            sourceOrder: (usgsImports ? [QuakeStore.usgsSource] : []) + sources.map(\.name))
     }
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
@@ -341,22 +350,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 key: Key.retryMaxDelay.rawValue, source: "configuration",
                 problem: "must not be shorter than retry-initial-delay")
         }
-        // The first stage of following several agencies: the summary feed and the catalog sync
-        // still write quakes outside the association, so they cannot run beside sources yet.
-        if !sources.isEmpty, !feeds.isEmpty {
+        // The summary feed and the catalog sync import as the store's source `usgs` once sources
+        // are configured (association mode): a source of that name would be a second `usgs`.
+        if usgsImports, let source = sources.first(where: { $0.name == QuakeStore.usgsSource }) {
+            let beside = [
+                feeds.isEmpty ? nil : "feed = \(feeds.map(\.name).joined(separator: ", "))",
+                catalog.map { "catalog = \($0)" },
+            ].compactMap { $0 }.joined(separator: " and ")
             throw ConfigurationError(
                 key: Key.source.rawValue, source: "configuration",
                 problem:
-                    "sources cannot be combined with the USGS summary feed yet (feed = \(feeds.map(\.name).joined(separator: ", "))): "
-                    + "set feed = none; to follow the USGS too, add it as a source: "
-                    + "source = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/")
-        }
-        if !sources.isEmpty, let catalog {
-            throw ConfigurationError(
-                key: Key.source.rawValue, source: "configuration",
-                problem:
-                    "sources cannot be combined with the catalog sync yet (catalog = \(catalog)): set catalog = none; "
-                    + "to follow that service, add it as a source: source = NAME fdsn \(catalog)")
+                    "source \(source.name): the name usgs is the USGS summary feed's and the catalog sync's own source "
+                    + "(\(beside)): choose another name, e.g. source = comcat \(source.kind.rawValue) \(source.service)")
         }
     }
 }

@@ -62,7 +62,8 @@ public struct QuakedApplication: Sendable {
             proxies: configuration.proxy)
         self.httpClients = httpClients
         let puller = FeedPuller(
-            clients: httpClients, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent)
+            clients: httpClients, limits: configuration.pullLimits, userAgent: QuakedVersion.userAgent,
+            association: configuration.association)
         let broadcaster = ChangeBroadcaster(store: store, metrics: metrics)
         self.broadcaster = broadcaster
         let scheduler = FeedScheduler(
@@ -86,7 +87,7 @@ public struct QuakedApplication: Sendable {
         }
         self.sourceSyncs = sourceSyncs
         reloader = Reloader(loader: loader, configuration: configuration, notifier: notifier, logger: logger) { new in
-            scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits)
+            scheduler.apply(FeedScheduler.Plan(new), limits: new.pullLimits, association: new.association)
             maintenance.apply(new)
             backfills.apply(.init(new))
             catalogSync.apply(.init(new))

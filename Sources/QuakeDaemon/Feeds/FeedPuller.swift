@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import QuakeAssociation
 import QuakeFeed
 import QuakeStore
 
@@ -55,11 +56,19 @@ public struct FeedPuller: Sendable {
     let clients: FeedHTTPClients
     public var limits: Limits
     public var userAgent: String
+    /// The association settings of the feed's imports (``DaemonConfiguration/association``): in
+    /// association mode a feed import is the source `usgs`, associated with the other sources'
+    /// reports under them; a plain-mode store ignores them. nil: the store's associator's.
+    public var association: AssociationConfiguration?
 
-    public init(clients: FeedHTTPClients, limits: Limits = .init(), userAgent: String) {
+    public init(
+        clients: FeedHTTPClients, limits: Limits = .init(), userAgent: String,
+        association: AssociationConfiguration? = nil
+    ) {
         self.clients = clients
         self.limits = limits
         self.userAgent = userAgent
+        self.association = association
     }
 
     /// The HTTP client configuration pulls need: gzip decoding and the connect timeout.
@@ -75,7 +84,7 @@ public struct FeedPuller: Sendable {
     /// Pulls `feed` into `store`. Throws ``QuakedError`` (its message ends in "the store is
     /// unchanged"). The whole pull, body included, is bounded by ``Limits/totalTimeout``: a server
     /// that stalls mid-body is abandoned and the import rolls back. Features older than
-    /// `expiringBefore` (event retention) are left out (see ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:produce:)``).
+    /// `expiringBefore` (event retention) are left out (see ``QuakeStore/importFeed(source:maxBytes:now:expiringBefore:feed:association:produce:)``).
     public func pull(
         _ feed: FeedSource, into store: QuakeStore, validators: Validators = .init(), expiringBefore: Date? = nil,
         now: Date = Date()
@@ -110,7 +119,7 @@ public struct FeedPuller: Sendable {
             // No validators, but the import clears a failing file's backoff all the same.
             let report = try await store.importFeed(
                 source: url, maxBytes: limits.maxBytes, expiringBefore: expiringBefore,
-                feed: ImportedFeed(url: url, validators: .init())
+                feed: ImportedFeed(url: url, validators: .init()), association: association
             ) { [file = feed.url] sink in
                 try await sink.sendFile(at: file)
             }
@@ -184,7 +193,8 @@ public struct FeedPuller: Sendable {
         do {
             report = try await store.importFeed(
                 source: url, maxBytes: limits.maxBytes, expiringBefore: expiringBefore,
-                feed: ImportedFeed(url: url, validators: newValidators), produce: response.streamBody)
+                feed: ImportedFeed(url: url, validators: newValidators), association: association,
+                produce: response.streamBody)
         } catch let error as ImportError where error.kind == .source {
             throw QuakedError(transport: error, url: feed.url, httpStatus: 200, proxy: proxy)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import QuakeAssociation
 import QuakeStore
 import ServiceLifecycle
 import NIOConcurrencyHelpers
@@ -101,9 +102,13 @@ public final class FeedScheduler: Service, Sendable {
         return runtime
     }
 
-    /// Replaces the feeds and timings (SIGHUP). Feeds that stay keep their status and validators.
-    public func apply(_ plan: Plan, limits: FeedPuller.Limits) {
-        puller.withLockedValue { $0.limits = limits }
+    /// Replaces the feeds and timings (SIGHUP), the pulls' limits and the association settings of
+    /// their imports. Feeds that stay keep their status and validators.
+    public func apply(_ plan: Plan, limits: FeedPuller.Limits, association: AssociationConfiguration?) {
+        puller.withLockedValue {
+            $0.limits = limits
+            $0.association = association
+        }
         let known = state.withLockedValue { Set($0.feeds.keys) }
         let added = plan.feeds.filter { !known.contains($0.name) }.map { ($0.name, self.restoredRuntime($0)) }
         let restored = Dictionary(added, uniquingKeysWith: { first, _ in first })
