@@ -13,8 +13,8 @@ import QuakeAssociation
 /// (`--interval 60s`). Precedence, highest first: flags, environment, config file, defaults.
 /// quaked.conf(5) documents every key; a test checks it against ``Key/allCases``.
 public struct DaemonConfiguration: Sendable, Equatable {
-    /// Feeds to pull: USGS summary feed names or URLs; none (`feed = none`) when the sources are
-    /// followed instead.
+    /// Feeds to pull: USGS summary feed names or URLs; none (`feed = none`) when the sources, the
+    /// USGS among them, are all that is followed. Beside sources, each feed is the source `usgs`.
     public var feeds: [FeedSource] = [FeedSource.defaultFeed]
     /// How often each feed is pulled (never sooner than the server's max-age allows).
     public var interval: Duration = .seconds(60)
