@@ -166,7 +166,7 @@ struct FetchHistoryEncodingTests {
                         IOQuaked.Tombstone(
                             id: $0.id, code: $0.code, mag: $0.mag, place: $0.place, time: Int($0.time), lat: $0.lat,
                             lon: $0.lon, depth: $0.depth, type: $0.type, alert: $0.alert, status: $0.status,
-                            tsunami: $0.tsunami.map(Int.init), sig: $0.sig.map(Int.init))
+                            tsunami: $0.tsunami.map(Int.init), sig: $0.sig.map(Int.init), sources: $0.sources)
                     }, reason: c.reason.map(IOQuaked.DeleteReason.init), supersededBy: c.supersededBy,
                     quake: c.quake.map(IOQuaked.Quake.init))
             })
