@@ -162,5 +162,65 @@ extension EndToEnd {
                 }
             }
         }
+
+        @Test("a reload's association settings reach the feed's imports: wider windows join the feed's quake and the source's")
+        func reloadAppliesToTheFeed() async throws {
+            try await FeedTestServer.withServer { server in
+                let time = Self.now() - 3_600_000
+                let updated = Self.now() - 1_800_000
+                server.setResponse(
+                    "/feed",
+                    .text(Self.feed(id: "us7000qqqq", time: time, updated: updated, latitude: 35.25, longitude: -117.5)))
+                let emsc = FDSNTestService(on: server, basePath: "/emsc/fdsnws/event/1/")
+                try emsc.add(
+                    feature: SourceSyncTests.feature(
+                        id: "em0001", net: "em", time: time + 3000, latitude: 35.34, longitude: -117.5, magnitude: 4.3,
+                        updated: updated))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    func write(distance: String) throws {
+                        try """
+                        feed = \(server.url("/feed"))
+                        interval = 1s
+                        retry-initial-delay = 50ms
+                        retry-max-delay = 300ms
+                        associate-distance = \(distance)
+                        source = emsc fdsn \(emsc.baseURL) format=text
+
+                        """.write(to: config, atomically: true, encoding: .utf8)
+                    }
+                    // 10 km apart, a 5 km window: two quakes.
+                    try write(distance: "5km")
+                    let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { store in
+                            try store.sourceStates().first { $0.name == "emsc" }?.lastSuccess != nil
+                                && store.quake(id: "us7000qqqq") != nil
+                        }
+                    }
+                    #expect(try daemon.withStore { try $0.allQuakes().count } == 2)
+                    // The source fails from now on: only the feed's imports can regroup.
+                    emsc.failAlways = .serviceUnavailable(retryAfter: nil)
+                    try write(distance: "100km")
+                    daemon.process.signal(SIGHUP)
+                    try await waitUntil(timeout: .seconds(30)) {
+                        daemon.process.stderr.contains("configuration reloaded")
+                    }
+                    // The USGS revises its quake; the feed's next import associates under the new windows.
+                    server.setResponse(
+                        "/feed",
+                        .text(
+                            Self.feed(
+                                id: "us7000qqqq", time: time, updated: updated + 60_000, latitude: 35.25, longitude: -117.5)))
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.allQuakes().count == 1 }
+                    }
+                    let quake = try #require(try daemon.withStore { try $0.allQuakes().first })
+                    #expect(quake.sources?.contains("us") == true && quake.sources?.contains("em") == true, "\(quake.sources ?? "")")
+                    #expect(try daemon.withStore { try $0.checkIntegrity() } == [])
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
     }
 }
