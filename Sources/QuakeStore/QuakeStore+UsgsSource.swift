@@ -85,6 +85,17 @@ extension QuakeStore {
             updated: row.updated, links: row.otherIDs)
     }
 
+    /// The comma list `first` (",a,b,") followed by the entries of `then` it lacks, other than
+    /// `leaving`; nil when empty.
+    static func merged(_ first: String?, _ then: String?, leaving: String? = nil) -> String? {
+        var entries = (first ?? "").split(separator: ",").map(String.init)
+        for entry in (then ?? "").split(separator: ",").map(String.init)
+        where entry != leaving && !entries.contains(entry) {
+            entries.append(entry)
+        }
+        return entries.isEmpty ? nil : "," + entries.joined(separator: ",") + ","
+    }
+
     /// The `usgsReports` row `id`.
     static func usgsReportRow(_ db: Database, id: String) throws -> FeedFeature? {
         try Row.fetchOne(db, sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?", arguments: [id])
@@ -122,15 +133,11 @@ extension QuakeStore {
         if preferred {
             result.net = row.net
             result.code = row.code
-            result.ids = row.ids
-            // The feed's contributors, then the other members' agencies (as `feature(of:)` names
-            // them): a second agency joining is an update clients see.
-            var sources = (row.sources ?? ",").split(separator: ",").map(String.init)
-            for other in (feature.sources ?? "").split(separator: ",").map(String.init)
-            where other != (row.net ?? "") && !sources.contains(other) {
-                sources.append(other)
-            }
-            result.sources = sources.isEmpty ? nil : "," + sources.joined(separator: ",") + ","
+            // The feed's ids and contributors, then the other members' (as `feature(of:)` names
+            // them, so never another event's id): a second agency joining is an update clients
+            // see, and its id names the event as the USGS's ids do.
+            result.ids = merged(row.ids, feature.ids)
+            result.sources = merged(row.sources, feature.sources, leaving: row.net)
         }
         return result
     }

@@ -77,9 +77,9 @@ extension EndToEnd {
                     let quake = try #require(quakes.first)
                     #expect(quake.id == "us7000qqqq")
                     // The usgs report is preferred (first in the order, equally reviewed): `ids` is its row's
-                    // (the USGS's own ids, which its alias index claims), `sources` the feed's
-                    // contributors then the other members' agencies.
-                    #expect(quake.ids == ",us7000qqqq,", "\(quake.ids ?? "")")
+                    // (the USGS's own ids) then the other members' ids, `sources` the feed's contributors
+                    // then the other members' agencies.
+                    #expect(quake.ids == ",us7000qqqq,em0001,", "\(quake.ids ?? "")")
                     #expect(quake.sources?.contains("us") == true && quake.sources?.contains("em") == true, "\(quake.sources ?? "")")
                     #expect(quake.url == "https://earthquake.usgs.gov/earthquakes/eventpage/us7000qqqq")
                     #expect(quake.felt == 12 && quake.sig == 345)

@@ -160,9 +160,10 @@ struct UsgsSourceTests {
             #expect(report.created == 0 && report.updated == 1 && report.deleted == 0)
             let rows = try store.allQuakes()
             #expect(rows.map(\.id) == ["us1000aaaa"])
-            // usgs stays preferred: only the other agency joins the sources (ids keep the feed's).
+            // usgs stays preferred: the other agency joins the sources, its id the ids (after the feed's).
             var expected = before
             expected.sources = ",us,emsc,"
+            expected.ids = ",us1000aaaa,20231114_0000001,"
             #expect(rows.first == expected)
             let kinds = try Self.changes(store).map { $0.map { $0.split(separator: " ")[1] } }
             #expect(kinds == [["insert"], ["update"]])
@@ -182,7 +183,7 @@ struct UsgsSourceTests {
             #expect(report.inserted == 0 && report.deleted == 0 && report.superseded == 0)
             let rows = try store.allQuakes()
             #expect(rows.map(\.id) == ["20231114_0000001"])
-            #expect(rows.first?.net == "ci" && rows.first?.ids == ",ci12345678,us1000aaaa,")
+            #expect(rows.first?.net == "ci" && rows.first?.ids == ",ci12345678,us1000aaaa,20231114_0000001,")
             #expect(try store.reports(ofEvent: "20231114_0000001").map(\.id).sorted() == ["20231114_0000001", "ci12345678"])
             // And a USGS-only event renamed: superseded as in plain mode.
             try await Self.importFeed(feedJSON([featureJSON(id: "us1000bbbb", time: Self.t0 + 3_600_000)]), into: store)
