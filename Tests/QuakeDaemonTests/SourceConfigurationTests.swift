@@ -109,7 +109,7 @@ struct SourceConfigurationTests {
         #expect(inEnvironment.source == "QUAKED_SOURCE")
     }
 
-    @Test("sources run beside a summary feed and a catalog; a source named usgs is then refused, saying why")
+    @Test("sources run beside a summary feed and a catalog; a source named usgs is refused, saying why")
     func besideTheFeed() throws {
         // The default feed, and a catalog, with sources: accepted.
         let withDefaultFeed = try load("source = emsc fdsn \(Self.emsc)\n").configuration
@@ -122,10 +122,12 @@ struct SourceConfigurationTests {
             try load("feed = all_day\ncatalog = https://earthquake.usgs.gov/fdsnws/event/1/\nsource = emsc fdsn \(Self.emsc)\n")
                 .configuration.sources.count == 1)
 
-        // `usgs` is the summary feed's and the catalog's own source in the store.
+        // `usgs` is the summary feed's, the catalog's and backfill jobs' own source in the store.
         let named = try #require(error("source = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/\n"))
         #expect(named.key == "source" && named.source.hasSuffix("quaked.conf:1"))
-        #expect(named.problem.contains("source usgs: the name usgs is the USGS summary feed's and the catalog sync's own source"))
+        #expect(
+            named.problem.contains(
+                "source usgs: the name usgs is the store's own source for the USGS summary feed, the catalog sync and backfill jobs"))
         #expect(named.problem.contains("(feed = all_month)"))
         #expect(
             named.problem.contains("choose another name, e.g. source = comcat fdsn https://earthquake.usgs.gov/fdsnws/event/1/"),
@@ -136,10 +138,11 @@ struct SourceConfigurationTests {
             ))
         #expect(namedBesideCatalog.problem.contains("(catalog = https://earthquake.usgs.gov/fdsnws/event/1/)"))
         #expect(namedBesideCatalog.problem.contains("choose another name"))
-        // Without a feed or catalog, `usgs` is a name like any other; with feed = none, sources load.
-        let alone = try load("feed = none\nsource = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/\n").configuration
-        #expect(alone.sources.map(\.name) == ["usgs"])
-        #expect(alone.association.sourceOrder == ["usgs"])
+        // Without a feed or catalog too: a backfill job would import as `usgs` beside it.
+        let alone = try #require(error("feed = none\nsource = usgs fdsn https://earthquake.usgs.gov/fdsnws/event/1/\n"))
+        #expect(alone.problem.contains("backfill jobs: choose another name"), "\(alone.problem)")
+        // With feed = none, sources load, and the order is theirs.
+        #expect(try load("feed = none\nsource = emsc fdsn \(Self.emsc)\n").configuration.association.sourceOrder == ["emsc"])
         let loaded = try load("feed = none\nsource = emsc fdsn \(Self.emsc)\n").configuration
         #expect(loaded.feeds.isEmpty && loaded.sources.map(\.name) == ["emsc"])
         // Without sources, the feed and the catalog are as before.

@@ -78,8 +78,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Failures of one window in a row before a backfill job (or a catalog sync run) gives up.
     public var backfillAttempts: Int = 5
     /// The agencies followed (`source = NAME KIND URL ...`), in configuration order: an earlier
-    /// source's report is preferred. Beside a summary feed or `catalog`, whose imports are the
-    /// source `usgs` (``association``); no source may then be named `usgs` (``validate()``).
+    /// source's report is preferred. The summary feed's, `catalog`'s and backfill jobs' imports
+    /// are the source `usgs` (``association``), so no source may be named `usgs` (``validate()``).
     public var sources: [SourceConfiguration] = []
     /// Reports of different sources whose origin times are at most this far apart may be one quake.
     public var associateTime: Duration = .seconds(16)
@@ -350,9 +350,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 key: Key.retryMaxDelay.rawValue, source: "configuration",
                 problem: "must not be shorter than retry-initial-delay")
         }
-        // The summary feed and the catalog sync import as the store's source `usgs` once sources
-        // are configured (association mode): a source of that name would be a second `usgs`.
-        if usgsImports, let source = sources.first(where: { $0.name == QuakeStore.usgsSource }) {
+        // The summary feed, the catalog sync and backfill jobs (which may run with neither) import
+        // as the store's source `usgs` once sources are configured (association mode): a source
+        // of that name would be a second `usgs`, its reports mixed with theirs.
+        if let source = sources.first(where: { $0.name == QuakeStore.usgsSource }) {
             let beside = [
                 feeds.isEmpty ? nil : "feed = \(feeds.map(\.name).joined(separator: ", "))",
                 catalog.map { "catalog = \($0)" },
@@ -360,8 +361,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw ConfigurationError(
                 key: Key.source.rawValue, source: "configuration",
                 problem:
-                    "source \(source.name): the name usgs is the USGS summary feed's and the catalog sync's own source "
-                    + "(\(beside)): choose another name, e.g. source = comcat \(source.kind.rawValue) \(source.service)")
+                    "source \(source.name): the name usgs is the store's own source for the USGS summary feed, "
+                    + "the catalog sync and backfill jobs" + (beside.isEmpty ? "" : " (\(beside))")
+                    + ": choose another name, e.g. source = comcat \(source.kind.rawValue) \(source.service)")
         }
     }
 }
