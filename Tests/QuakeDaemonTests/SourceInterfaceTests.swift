@@ -16,19 +16,6 @@ extension EndToEnd {
     struct SourceInterfaceTests {
         static let feed = Fixtures.usgs("lhayesgolding__EarthquakeData__all_hour.geojson")
 
-        /// A USGS feature as FDSNTestService holds it, and writes as QuakeML or text.
-        static func feature(
-            id: String, net: String, time: Int64, latitude: Double, longitude: Double, magnitude: Double,
-            updated: Int64
-        ) -> String {
-            """
-            {"type":"Feature","properties":{"mag":\(magnitude),"place":"near a test town","time":\(time),\
-            "updated":\(updated),"status":"reviewed","net":"\(net)","code":"\(id.dropFirst(2))","ids":",\(id),",\
-            "type":"earthquake","magType":"ml"},"geometry":{"type":"Point","coordinates":[\(longitude),\(latitude),10]},\
-            "id":"\(id)"}
-            """
-        }
-
         /// A config with the sources, quick retries, and no feed.
         static func writeConfig(_ url: URL, sources: [String]) throws {
             try ("feed = none\nretry-initial-delay = 50ms\nretry-max-delay = 300ms\n"
@@ -75,11 +62,11 @@ extension EndToEnd {
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 let time = now - 3_600_000
                 try alpha.add(
-                    feature: Self.feature(
+                    feature: SourceSyncTests.feature(
                         id: "aa0001", net: "aa", time: time, latitude: 42.5, longitude: 13.25, magnitude: 4.4,
                         updated: now - 1_800_000))
                 try beta.add(
-                    feature: Self.feature(
+                    feature: SourceSyncTests.feature(
                         id: "bb0001", net: "bb", time: time + 5000, latitude: 42.68, longitude: 13.25, magnitude: 4.6,
                         updated: now - 1_800_000))
                 try await withTemporaryDirectory { dir in
