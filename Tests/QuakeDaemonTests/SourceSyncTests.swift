@@ -183,6 +183,34 @@ extension EndToEnd {
             }
         }
 
+        @Test("event-retention: a source's report of a quake older than the retention is left out, a newer one imported")
+        func eventRetentionLeavesOldReportsOut() async throws {
+            try await FeedTestServer.withServer { server in
+                let service = FDSNTestService(on: server, basePath: "/old/fdsnws/event/1/")
+                let recent = Self.now() - 1_800_000
+                let old = Self.now() - 3 * 3_600_000
+                try service.add(
+                    feature: Self.feature(
+                        id: "rr0001", net: "rr", time: recent, latitude: 1, longitude: 2, magnitude: 3, updated: recent))
+                try service.add(
+                    feature: Self.feature(
+                        id: "rr0002", net: "rr", time: old, latitude: 1, longitude: 20, magnitude: 3, updated: recent))
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try Self.writeConfig(config, sources: ["old fdsn \(service.baseURL)"])
+                    try (String(contentsOf: config, encoding: .utf8) + "event-retention = 2h\n")
+                        .write(to: config, atomically: true, encoding: .utf8)
+                    let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.sourceStates().first?.lastSuccess != nil }
+                    }
+                    #expect(try daemon.withStore { try $0.allQuakes().map(\.id) } == ["rr0001"])
+                    #expect(try daemon.withStore { try $0.sourceStates().first?.reportCount } == 1)
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
+
         @Test("a reload adds a source, which starts at once, and removes one, which stops asking")
         func reloadAddsAndRemovesSources() async throws {
             try await FeedTestServer.withServer { server in

@@ -32,10 +32,13 @@ final class SourceSync: Service, Sendable {
         var association: AssociationConfiguration
         var policy: RetryPolicy
         var limits: FeedPuller.Limits
+        /// `event-retention`: reports of quakes older than this are left out, as the feed's are.
+        var eventRetention: Duration?
 
         init(_ configuration: DaemonConfiguration, source: SourceConfiguration) {
             self.source = source
             association = configuration.association
+            eventRetention = configuration.eventRetention
             policy = RetryPolicy(
                 interval: source.interval, initialDelay: configuration.retryInitialDelay,
                 maxDelay: configuration.retryMaxDelay, retryAfterMax: configuration.retryAfterMax)
@@ -174,7 +177,8 @@ final class SourceSync: Service, Sendable {
             do {
                 report = try await store.importSource(
                     source.name, items: answer.items, position: start, query: queryURL.absoluteString,
-                    association: settings.association, now: startedAt)
+                    association: settings.association, now: startedAt,
+                    expiringBefore: settings.eventRetention.map { startedAt - $0.timeInterval })
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
