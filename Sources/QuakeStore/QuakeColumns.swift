@@ -14,8 +14,6 @@ import QuakeModel
 enum QuakeColumns {
     /// Column names in table order.
     static let names: [String] = QuakeRecord.names
-    /// The index of `sources` in ``names``.
-    static let sourcesColumn = names.firstIndex(of: "sources")!
     /// The REAL columns: their values are floats on the wire (FieldValue's `float`).
     static let realColumns = QuakeRecord.fields.filter { $0.kind == .real }.map(\.name)
     static let list = names.joined(separator: ", ")

@@ -143,9 +143,18 @@ extension QuakeImage {
     }
 
     /// The quake columns these come from, in the order history's `at…` columns keep them.
-    static let columns = ["mag", "lat", "lon", "time", "type", "alert", "tsunami", "status", "sig"]
-    /// History's columns: `atMag`, `atLat`, ...
-    static let historyColumns = columns.map { "at" + $0.prefix(1).uppercased() + $0.dropFirst() }
+    /// `sources` came later (migration v13): ``v8Columns`` are the ones migration v8 added.
+    static let columns = v8Columns + ["sources"]
+    /// History's columns: `atMag`, `atLat`, ..., `atSources`.
+    static let historyColumns = columns.map(historyColumn)
+    /// The columns migration v8 added, fixed: its SQL must not change with ``columns``.
+    static let v8Columns = ["mag", "lat", "lon", "time", "type", "alert", "tsunami", "status", "sig"]
+    static let v8HistoryColumns = v8Columns.map(historyColumn)
+
+    /// `mag` → `atMag`.
+    static func historyColumn(_ column: String) -> String {
+        "at" + column.prefix(1).uppercased() + column.dropFirst()
+    }
 
     /// These values with the given fields' values replaced (an update's old values).
     func replacing(_ changes: [FieldChange]) -> QuakeImage {
@@ -162,24 +171,12 @@ extension QuakeImage {
             case "tsunami": q.tsunami = v.int
             case "status": q.status = v.string
             case "sig": q.sig = v.int
-            case "sources": q.sources = v.string
+            // History's `atSources` keeps no agencies as '' (NULL is unknown: see migration v13).
+            case "sources": q.sources = v.string ?? ""
             default: break
             }
         }
         return q
-    }
-}
-
-extension FieldChange {
-    /// The change of `sources` in an update's stored FieldChange array, if it made one. A quick
-    /// look for the field's name first: most updates do not touch it.
-    static func sourcesChange(json: UnsafeRawBufferPointer) -> FieldChange? {
-        let needle = Array("\"sources\"".utf8)
-        guard json.count >= needle.count,
-            (0...(json.count - needle.count)).contains(where: { i in needle.indices.allSatisfy { json[i + $0] == needle[$0] } })
-        else { return nil }
-        let changes = try? JSONDecoder().decode([FieldChange].self, from: Data(json))
-        return changes?.first { $0.field == "sources" }
     }
 }
 

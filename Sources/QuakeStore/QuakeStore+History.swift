@@ -83,11 +83,6 @@ extension QuakeStore {
                     FROM historyChanges c LEFT JOIN quakes q ON q.id = c.quakeId AND c.kind <> 'delete'
                     WHERE c.token = ? ORDER BY c.quakeId
                     """)
-            // Agency conditions: history keeps no `sources` image column, so a change's agencies
-            // are read from the next change of the quake that altered them (see LaterSources).
-            let later =
-                filter?.needs.sources == true && !transactions.isEmpty
-                ? try LaterSources(db, after: transactions[0].token - 1) : nil
             for header in transactions {
                 visitor.beginTransaction(header)
                 changes.reset()
@@ -101,7 +96,7 @@ extension QuakeStore {
                 while try changes.step() {
                     guard
                         let row = try StoredChangeRow(
-                            statement: changes.handle, judgedBy: filter, token: header.token, laterSources: later)
+                            statement: changes.handle, judgedBy: filter)
                     else { continue }
                     sent.count(row.kind)
                     visitor.visitChange(row)
@@ -117,54 +112,6 @@ extension QuakeStore {
                 storeID: storeID, head: head, oldest: oldest, hasMore: more,
                 nextAfter: transactions.last?.token ?? token)
         }
-    }
-}
-
-/// Each quake's changes of `sources` after a token, with the value before each: what a filtered
-/// read judges agencies by, for the changes that did not alter them (history keeps `mag`, `lat`,
-/// ... per change in its `at…` columns, but no `sources`). An update that changed them holds the
-/// old value in its fields; a delete holds it in its tombstone (tombstones written before agency
-/// filters have none: nil).
-///
-/// Read once per page, from the page's first token to the head: one pass over the later changes
-/// of the history table, choosing updates whose fields name `sources` and deletes.
-struct LaterSources {
-    /// By quake id: (token, the value before that change), in token order.
-    private var changes: [String: [(token: HistoryToken, before: String?)]] = [:]
-
-    init(_ db: Database, after token: HistoryToken) throws {
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT quakeId, token, kind, fields, tombstone FROM historyChanges
-                WHERE token > ? AND (kind = 'delete' OR (kind = 'update' AND instr(fields, '"sources"') > 0))
-                ORDER BY token
-                """, arguments: [token])
-        let decoder = JSONDecoder()
-        while let row = try rows.next() {
-            let id: String = row[0]
-            let kind: String = row[2]
-            var before: String?
-            if kind == "delete" {
-                guard let json: String = row[4] else { continue }
-                before = try? decoder.decode(Tombstone.self, from: Data(json.utf8)).sources
-            } else {
-                guard let json: String = row[3],
-                    let change = try? decoder.decode([FieldChange].self, from: Data(json.utf8)).first(where: {
-                        $0.field == "sources"
-                    })
-                else { continue }
-                before = change.old.string
-            }
-            changes[id, default: []].append((row[1], before))
-        }
-    }
-
-    /// The agencies of quake `id` at `token`: the value before its first change of them after
-    /// `token`; `.none` when there is none (the quake's row as stored now has them).
-    func before(_ id: String, after token: HistoryToken) -> String?? {
-        guard let list = changes[id], let next = list.first(where: { $0.token > token }) else { return .none }
-        return .some(next.before)
     }
 }
 
@@ -256,10 +203,7 @@ public struct StoredChangeRow {
 
     /// The row as `filter` judges it, or nil when the filter sends nothing for it. The row must
     /// have been selected with the image columns after the quake's.
-    init?(
-        statement: OpaquePointer, judgedBy filter: QuakeFilter, token: HistoryToken = 0,
-        laterSources: LaterSources? = nil
-    ) throws {
+    init?(statement: OpaquePointer, judgedBy filter: QuakeFilter) throws {
         self.statement = statement
         let stored = Self.storedKind(statement)
         let base = Int32(7 + QuakeColumns.names.count)
@@ -286,34 +230,15 @@ public struct StoredChangeRow {
             // image, migration v8): the row as stored now is the quake as it was inserted.
             guard stored == .insert, sqlite3_column_int64(statement, 6) != 0 else { return nil }
             image = QuakeImage(QuakeColumns.feature(from: statement, offset: 7))
-        }
-        if needs.sources {
-            // History keeps no `sources` image column (that needs a migration): the agencies
-            // before the quake's next change of them (an update's old value, a delete's
-            // tombstone), else as stored now; replaced below by what the change itself says.
-            let id = Self.text(statement, column: 0).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            image.sources =
-                laterSources?.before(id, after: token)
-                ?? Self.quakeText(statement, column: QuakeColumns.sourcesColumn)
+            image.sources = image.sources ?? ""
+        } else if needs.sources {
+            image.sources = string(9)
         }
         var before: QuakeImage?
-        if needs.sources, stored == .update, let fields = Self.text(statement, column: 2),
-            let change = FieldChange.sourcesChange(json: fields)
-        {
-            // The update changed the agencies: its old and new values are exact.
-            image.sources = change.new.string
-            before = image
-            before?.sources = change.old.string
-        }
-        if needs.sources, stored == .delete, let json = Self.text(statement, column: 3),
-            let tombstone = try? JSONDecoder().decode(Tombstone.self, from: Data(json))
-        {
-            image.sources = tombstone.sources
-        }
-        if stored == .update, sqlite3_column_type(statement, base + 9) != SQLITE_NULL {
-            let count = Int(sqlite3_column_bytes(statement, base + 9))
-            let old = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, base + 9), count: count)
-            let base = before ?? image
+        if stored == .update, sqlite3_column_type(statement, base + 10) != SQLITE_NULL {
+            let count = Int(sqlite3_column_bytes(statement, base + 10))
+            let old = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, base + 10), count: count)
+            let base = image
             if let fast = base.replacingOldValues(json: old) {
                 before = fast
             } else {
@@ -321,10 +246,18 @@ public struct StoredChangeRow {
                 before = base.replacing(changes.map { FieldChange(field: $0.key, old: ($0.value ?? .null), new: .null) })
             }
         }
+        var filter = filter
+        if needs.sources, image.sources == nil || (before != nil && before?.sources == nil) {
+            // Agencies unknown (NULL atSources, migration v13): agency conditions are not
+            // judged, so a change they might have sent is sent.
+            filter.agencies = nil
+            filter.minAgencies = nil
+        }
         guard let kind = filter.judge(stored, image: image, before: before) else { return nil }
         self.kind = kind
         if kind == .leave {
-            let sources = needs.sources ? image.sources : Self.quakeText(statement, column: QuakeColumns.sourcesColumn)
+            // '' in history is no agencies: a tombstone keeps none as nil.
+            let sources = string(9).flatMap { $0.isEmpty ? nil : $0 }
             image = QuakeImage(
                 mag: double(0), lat: double(1), lon: double(2), time: image.time, type: string(4), alert: string(5),
                 tsunami: int(6), status: string(7), sig: int(8), sources: sources)
@@ -344,11 +277,6 @@ public struct StoredChangeRow {
             tombstone.sources = image.sources
             leaveTombstone = tombstone
         }
-    }
-
-    /// Quake column `index` (in ``quakeColumns`` order) as a string, nil when NULL.
-    private static func quakeText(_ statement: OpaquePointer, column index: Int) -> String? {
-        text(statement, column: Int32(7 + index)).map { String(decoding: $0, as: UTF8.self) }
     }
 
     private static func text(_ statement: OpaquePointer, column: Int32) -> UnsafeRawBufferPointer? {

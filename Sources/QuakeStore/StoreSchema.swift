@@ -218,15 +218,17 @@ enum StoreSchema {
             // read of every row. Until a later transaction changes such a quake, its row as stored
             // is its image; the transaction that first changes or deletes it fills the image in
             // (from the values before the change: its atOld, or its tombstone).
-            for (column, source) in zip(QuakeImage.historyColumns, QuakeImage.columns) {
+            // (Its own columns, fixed: QuakeImage.v8Columns; later ones have their own migrations.)
+            for (column, source) in zip(QuakeImage.v8HistoryColumns, QuakeImage.v8Columns) {
                 let type = ["mag", "lat", "lon"].contains(source) ? "REAL" : source == "time" || source == "tsunami" || source == "sig" ? "INTEGER" : "TEXT"
                 try db.execute(sql: "ALTER TABLE historyChanges ADD COLUMN \(column) \(type)")
             }
             try db.execute(sql: "ALTER TABLE historyChanges ADD COLUMN atOld TEXT")
             try db.execute(sql: "CREATE TABLE historyDeferredImages (token INTEGER PRIMARY KEY NOT NULL)")
-            try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE kind <> 'delete'")
-            try db.execute(sql: HistoryImages.fillFromTombstones + " WHERE kind = 'delete'")
-            try db.execute(sql: HistoryImages.fillOldValues + " WHERE kind = 'update'")
+            let v8 = QuakeImage.v8Columns
+            try db.execute(sql: HistoryImages.fillFromQuakes(v8) + " WHERE kind <> 'delete'")
+            try db.execute(sql: HistoryImages.fillFromTombstones(v8) + " WHERE kind = 'delete'")
+            try db.execute(sql: HistoryImages.fillOldValues(v8) + " WHERE kind = 'update'")
         }
         migrator.registerMigration("v9-client-errors") { db in
             // What a named client last reported it could not do (its `watch --exec` command
@@ -403,6 +405,25 @@ enum StoreSchema {
                         OR EXISTS (SELECT 1 FROM sourceEvents);
                     """)
         }
+        migrator.registerMigration("v13-history-sources") { db in
+            // The agencies (`sources`) as a filter image, as v8's: `atSources`, the quake's
+            // `sources` after an insert or update, before a delete, and in an update's `atOld` when
+            // it changed them. No agencies are kept as '' (a quake's NULL `sources`): a NULL
+            // `atSources` means unknown, and a filtered reader then does not judge that change by
+            // agency conditions at all (its other conditions still apply): it sends a change it
+            // cannot rule out rather than miss one (a delete, say, that would leave the reader a
+            // quake that is gone).
+            // Rows written before this migration: non-deletes get the quake's agencies as stored
+            // now (NULL when the quake is gone), deletes their tombstone's (NULL for tombstones
+            // written before agency filters, which kept none); updates' atOld is written again
+            // with `sources`. Deferred inserts (atTime NULL) stay deferred: the row as stored is
+            // their image until a later change fills it in (HistoryImages.fillDeferred).
+            try db.execute(sql: "ALTER TABLE historyChanges ADD COLUMN atSources TEXT")
+            let sources = ["sources"]
+            try db.execute(sql: HistoryImages.fillFromQuakes(sources) + " WHERE kind <> 'delete' AND atTime IS NOT NULL")
+            try db.execute(sql: HistoryImages.fillFromTombstones(sources) + " WHERE kind = 'delete'")
+            try db.execute(sql: HistoryImages.fillOldValues(QuakeImage.columns) + " WHERE kind = 'update'")
+        }
         return migrator
     }
 }
@@ -410,29 +431,47 @@ enum StoreSchema {
 /// The SQL that writes history's filter images (migration v8): each statement ends before its
 /// WHERE, which the caller adds.
 enum HistoryImages {
-    static let assigned = "(" + QuakeImage.historyColumns.joined(separator: ", ") + ")"
+    /// The quake's value of image column `column` as history keeps it: no agencies as '' (a NULL
+    /// `atSources` is unknown, migration v13).
+    static func stored(_ column: String, from expression: String) -> String {
+        column == "sources" ? "coalesce(\(expression), '')" : expression
+    }
+
+    static func assigned(_ columns: [String]) -> String {
+        "(" + columns.map(QuakeImage.historyColumn).joined(separator: ", ") + ")"
+    }
+
     /// Inserts and updates: the quake as stored (at the end of the transaction).
-    static let fillFromQuakes = """
-        UPDATE historyChanges SET \(assigned) = (SELECT \(QuakeImage.columns.joined(separator: ", "))
+    static let fillFromQuakes = fillFromQuakes(QuakeImage.columns)
+    static func fillFromQuakes(_ columns: [String]) -> String {
+        """
+        UPDATE historyChanges SET \(assigned(columns)) = (SELECT \(columns.map { stored($0, from: $0) }.joined(separator: ", "))
             FROM quakes WHERE quakes.id = historyChanges.quakeId)
         """
-    /// Deletes: the tombstone.
-    static let fillFromTombstones = """
-        UPDATE historyChanges SET \(assigned) = (\(QuakeImage.columns.map { "tombstone ->> '\($0)'" }.joined(separator: ", ")))
+    }
+
+    /// Deletes: the tombstone. (A tombstone without `sources` leaves `atSources` NULL: unknown.)
+    static let fillFromTombstones = fillFromTombstones(QuakeImage.columns)
+    static func fillFromTombstones(_ columns: [String]) -> String {
         """
+        UPDATE historyChanges SET \(assigned(columns)) = (\(columns.map { "tombstone ->> '\($0)'" }.joined(separator: ", ")))
+        """
+    }
+
     /// The inserts of deferred-image transactions (see migration v8) whose quake the transaction
     /// `?1` changes or deletes: their images become the values before that change.
     static let fillDeferred: String = {
         let before = zip(QuakeImage.historyColumns, QuakeImage.columns).map { column, field in
             // atOld holds FieldValues: the member is the field's kind's (QuakeRecord.fields).
             let member = FieldValue.member(of: QuakeRecord.fields[QuakeRecord.index(of: field)!].kind)
+            let old = stored(field, from: "json_extract(c.atOld, '$.\(field).\(member)')")
             return """
                 CASE WHEN c.kind = 'update' AND json_type(c.atOld, '$.\(field)') IS NOT NULL
-                    THEN json_extract(c.atOld, '$.\(field).\(member)') ELSE c.\(column) END
+                    THEN \(old) ELSE c.\(column) END
                 """
         }
         return """
-            UPDATE historyChanges AS h SET \(assigned) = (\(before.joined(separator: ", ")))
+            UPDATE historyChanges AS h SET \(assigned(QuakeImage.columns)) = (\(before.joined(separator: ", ")))
             FROM historyChanges AS c
             WHERE c.token = ?1 AND c.kind <> 'insert' AND h.quakeId = c.quakeId
                 AND h.token IN (SELECT token FROM historyDeferredImages) AND h.atTime IS NULL
@@ -440,10 +479,13 @@ enum HistoryImages {
     }()
 
     /// Updates: the old values of the filter's fields the update changed.
-    static let fillOldValues = """
+    static let fillOldValues = fillOldValues(QuakeImage.columns)
+    static func fillOldValues(_ columns: [String]) -> String {
+        """
         UPDATE historyChanges SET atOld = (
             SELECT NULLIF(json_group_object(e.value ->> 'field', json(e.value -> 'old')), '{}')
             FROM json_each(historyChanges.fields) e
-            WHERE e.value ->> 'field' IN (\(QuakeImage.columns.map { "'\($0)'" }.joined(separator: ", "))))
+            WHERE e.value ->> 'field' IN (\(columns.map { "'\($0)'" }.joined(separator: ", "))))
         """
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import QuakeAssociation
 import QuakeFeed
 import QuakeModel
@@ -70,5 +71,61 @@ struct AgencyHistoryTests {
         let tombstone = try JSONDecoder().decode(Tombstone.self, from: Data(json.utf8))
         #expect(tombstone.sources == nil)
         #expect(!QuakeFilter(minAgencies: 1).matches(tombstone.image))
+    }
+}
+
+extension MigrationTests {
+    @Test("v13: history made before atSources gets it, and agency-filtered history judges by it")
+    func upgradeHistorySources() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent(QuakeStore.fileName).path
+            do {
+                let pool = try DatabasePool(path: path)
+                try StoreSchema.migrator.migrate(pool, upTo: "v12-usgs-reports")
+                try await pool.write { db in
+                    // q1: EMSC's, then INGV's too (token 2, an update of sources alone, its atOld
+                    // NULL as v8's columns leave it); q2 deleted with its agencies in the tombstone
+                    // (token 3); q3 deleted before tombstones kept them (token 4).
+                    try db.execute(
+                        sql: """
+                            INSERT INTO quakes (id, time, mag, sources) VALUES ('q1', 1000, 4.0, ',emsc,ingv,');
+                            INSERT INTO historyTransactions (author, timestamp, inserted) VALUES ('import', 1, 1);
+                            INSERT INTO historyChanges (token, quakeId, kind, atMag, atTime) VALUES (1, 'q1', 'insert', 4.0, 1000);
+                            INSERT INTO historyTransactions (author, timestamp, updated) VALUES ('import', 2, 1);
+                            INSERT INTO historyChanges (token, quakeId, kind, fields, atMag, atTime) VALUES (2, 'q1', 'update',
+                                '[{"field":"sources","old":{"string":",emsc,"},"new":{"string":",emsc,ingv,"}}]', 4.0, 1000);
+                            INSERT INTO historyTransactions (author, timestamp, deleted) VALUES ('delete', 3, 1);
+                            INSERT INTO historyChanges (token, quakeId, kind, tombstone, reason, atMag, atTime)
+                                VALUES (3, 'q2', 'delete', '{"id":"q2","time":5,"mag":4,"sources":",ingv,"}', 'deleted', 4, 5);
+                            INSERT INTO historyTransactions (author, timestamp, deleted) VALUES ('delete', 4, 1);
+                            INSERT INTO historyChanges (token, quakeId, kind, tombstone, reason, atMag, atTime)
+                                VALUES (4, 'q3', 'delete', '{"id":"q3","time":6,"mag":4}', 'deleted', 4, 6);
+                            """)
+                }
+                try pool.close()
+            }
+            let store = try QuakeStore(path: path)
+            defer { try? store.close() }
+            let stored = try store.pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT token, atSources, atOld FROM historyChanges ORDER BY token")
+            }
+            #expect(stored.map { $0["atSources"] as String? } == [",emsc,ingv,", ",emsc,ingv,", ",ingv,", nil])
+            #expect((stored[1]["atOld"] as String?)?.contains(#""sources":{"string":",emsc,"}"#) == true)
+
+            func kinds(_ filter: QuakeFilter) throws -> [String] {
+                try store.history(after: 0, filter: filter).transactions.flatMap { t in
+                    t.changes.map { "\(t.token):\($0.kind)" }
+                }
+            }
+            // INGV joined q1 at token 2: an enter (exact, from the update's old value); q2's
+            // delete was INGV's; q3's tombstone has no agencies: unknown, so the delete is sent.
+            let ingv = try kinds(QuakeFilter(agencies: ["ingv"]))
+            #expect(ingv.contains("2:enter"))
+            #expect(ingv.contains("3:delete"))
+            #expect(ingv.contains("4:delete"))
+            // EMSC had q1 all along; q2 was not EMSC's; q3 unknown: sent.
+            #expect(try kinds(QuakeFilter(agencies: ["emsc"])) == ["1:insert", "2:update", "4:delete"])
+            #expect(try kinds(QuakeFilter(minAgencies: 2)).contains("2:enter"))
+        }
     }
 }

@@ -57,7 +57,7 @@ struct FilterTests {
     func deferredImageMembers() throws {
         var quake = FeedFeature(id: "us1", time: 1_700_000_000_000)
         (quake.mag, quake.lat, quake.lon, quake.type, quake.alert) = (4.5, 35.5, -120.25, "earthquake", "green")
-        (quake.tsunami, quake.status, quake.sig) = (1, "reviewed", 312)
+        (quake.tsunami, quake.status, quake.sig, quake.sources) = (1, "reviewed", 312, ",us,")
         let values = QuakeColumns.values(of: quake)
         for field in QuakeImage.columns {
             let value = FieldValue(values[try #require(QuakeColumns.names.firstIndex(of: field))])
