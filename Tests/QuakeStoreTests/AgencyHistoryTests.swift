@@ -129,3 +129,56 @@ extension MigrationTests {
         }
     }
 }
+
+extension AgencyHistoryTests {
+    @Test func aReaderCatchingUpFromTheStartOverManyTransactionsHoldsExactlyTheAgencysQuakes() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            defer { try? store.close() }
+            // Eight EMSC quakes, a transaction each; INGV joins the even ones, a transaction each;
+            // then two of them are deleted (one INGV's, one not).
+            for i in 0..<8 {
+                let time = S.t0 - Int64(i) * 600_000
+                let lat = 30.0 + 3 * Double(i)
+                try await S.importChecked("emsc", [S.report("emsc", "emsc\(i)", time: time, lat: lat)], into: store)
+            }
+            for i in stride(from: 0, to: 8, by: 2) {
+                let time = S.t0 - Int64(i) * 600_000
+                let lat = 30.0 + 3 * Double(i)
+                try await S.importChecked("ingv", [S.report("ingv", "ingv\(i)", time: time, lat: lat)], into: store)
+            }
+            let quakes = try store.allQuakes().sorted { $0.time < $1.time }
+            #expect(quakes.count == 8)
+            _ = try await store.delete(ids: [quakes[0].id])
+            _ = try await store.delete(ids: [quakes[1].id])
+
+            let filter = QuakeFilter(agencies: ["ingv"])
+            var held: Set<String> = []
+            var token: HistoryToken = 0
+            var sent: [ChangeKind] = []
+            while true {
+                let page = try store.history(after: token, limit: 1, filter: filter)
+                for change in page.transactions.flatMap(\.changes) {
+                    sent.append(change.kind)
+                    switch change.kind {
+                    case .insert, .enter: #expect(held.insert(change.quakeId).inserted)
+                    case .update: #expect(held.contains(change.quakeId))
+                    case .delete, .leave: #expect(held.remove(change.quakeId) != nil)
+                    }
+                }
+                token = page.nextAfter
+                if !page.hasMore { break }
+            }
+            let ingv = Set(try store.allQuakes().filter { filter.matches(QuakeImage($0)) }.map(\.id))
+            #expect(ingv.count == 3)
+            #expect(held == ingv)
+            // Judged by the agencies at each change: four enters, no inserts, one delete.
+            #expect(sent.filter { $0 == .enter }.count == 4)
+            #expect(!sent.contains(.insert))
+            #expect(sent.filter { $0 == .delete }.count == 1)
+            // One page from the start sends the same.
+            let whole = try store.history(after: 0, limit: 1000, filter: filter).transactions.flatMap(\.changes)
+            #expect(whole.map(\.kind) == sent)
+        }
+    }
+}
