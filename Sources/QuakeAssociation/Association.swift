@@ -38,6 +38,14 @@ public struct ReportKey: Hashable, Comparable, Sendable, CustomStringConvertible
         self.id = id
     }
 
+    /// The key an item names: its report's, or its retraction's.
+    public init(_ item: SourceItem) {
+        switch item {
+        case .report(let report): self.init(report)
+        case .retraction(let source, let id, _): self.init(source: source, id: id)
+        }
+    }
+
     public init(_ report: SourceReport) {
         self.init(source: report.source, id: report.id)
     }

@@ -151,6 +151,35 @@ public struct Associator: Sendable {
         return records[id]?.event
     }
 
+    /// What is kept for one report key: its current report, or the newest retraction's
+    /// `updated` (a tombstone), or neither.
+    public typealias Revision = (report: SourceReport?, tombstone: Int64?)
+
+    /// The revision rule (see the type's documentation) for one key: whether `item` changes the
+    /// report kept, updating `kept`. A retraction of no report changes no report but may
+    /// raise the tombstone. `apply` follows it, and a store counting its items can too.
+    public static func revise(_ kept: inout Revision, with item: SourceItem) -> Bool {
+        switch item {
+        case .report(let report):
+            if let stored = kept.report {
+                if let new = report.updated, let old = stored.updated, new < old { return false }
+                if stored == report { return false }
+            } else if let tombstone = kept.tombstone, let updated = report.updated, updated <= tombstone {
+                return false
+            }
+            kept = (report, nil)
+            return true
+        case .retraction(_, _, let updated):
+            guard let stored = kept.report else {
+                if let updated { kept.tombstone = max(kept.tombstone ?? updated, updated) }
+                return false
+            }
+            if let new = updated, let old = stored.updated, new < old { return false }
+            kept = (nil, updated)
+            return true
+        }
+    }
+
     /// Applies one item; returns what changed.
     public mutating func apply(_ item: SourceItem) -> [EventChange] {
         apply(CollectionOfOne(item))
@@ -172,22 +201,19 @@ public struct Associator: Sendable {
         }
 
         for item in items {
-            switch item {
-            case .report(let report):
-                let key = ReportKey(report)
-                if let slot = slotOfKey[key] {
-                    let stored = slots[slot]!
-                    if let new = report.updated, let old = stored.updated, new < old { continue }
-                    if stored == report { continue }
+            let key = ReportKey(item)
+            let slot = slotOfKey[key]
+            var kept: Revision = (slot.map { slots[$0]! }, tombstones[key])
+            let applies = Self.revise(&kept, with: item)
+            tombstones[key] = kept.tombstone
+            guard applies else { continue }
+            if let report = kept.report {
+                if let slot {
                     coverBeforeChange(slot)
                     unindex(slot)
                     slots[slot] = report
                     index(slot)
                 } else {
-                    if let tombstone = tombstones[key] {
-                        if let new = report.updated, new <= tombstone { continue }
-                        tombstones[key] = nil
-                    }
                     let slot: Int
                     if let free = freeSlots.popLast() {
                         slot = free
@@ -201,14 +227,7 @@ public struct Associator: Sendable {
                     index(slot)
                     seeds.insert(slot)
                 }
-            case .retraction(let source, let id, let updated):
-                let key = ReportKey(source: source, id: id)
-                guard let slot = slotOfKey[key] else {
-                    if let updated { tombstones[key] = max(tombstones[key] ?? updated, updated) }
-                    continue
-                }
-                if let new = updated, let old = slots[slot]!.updated, new < old { continue }
-                if let updated { tombstones[key] = updated }
+            } else if let slot {
                 coverBeforeChange(slot)
                 unindex(slot)
                 slots[slot] = nil

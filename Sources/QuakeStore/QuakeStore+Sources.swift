@@ -320,37 +320,6 @@ extension QuakeStore {
             updated: row[13], links: links)
     }
 
-    static func key(of item: SourceItem) -> ReportKey {
-        switch item {
-        case .report(let report): return ReportKey(report)
-        case .retraction(let source, let id, _): return ReportKey(source: source, id: id)
-        }
-    }
-
-    /// The Associator's revision rule for one key, for counting: whether `item` changes what is
-    /// kept for its key (`state`, which it updates).
-    static func revise(_ state: inout (report: SourceReport?, tombstone: Int64?), with item: SourceItem) -> Bool {
-        switch item {
-        case .report(let report):
-            if let stored = state.report {
-                if let new = report.updated, let old = stored.updated, new < old { return false }
-                if stored == report { return false }
-            } else if let tombstone = state.tombstone, let updated = report.updated, updated <= tombstone {
-                return false
-            }
-            state = (report, nil)
-            return true
-        case .retraction(_, _, let updated):
-            guard let stored = state.report else {
-                if let updated { state.tombstone = max(state.tombstone ?? updated, updated) }
-                return false
-            }
-            if let new = updated, let old = stored.updated, new < old { return false }
-            state = (nil, updated)
-            return true
-        }
-    }
-
     /// What the tables hold, as the Associator restores it.
     static func associationSnapshot(_ db: Database) throws -> AssociationSnapshot {
         var reports: [SourceReport] = []
@@ -474,7 +443,7 @@ extension Database {
         var keys: [ReportKey] = []
         var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
         for item in items {
-            let key = QuakeStore.key(of: item)
+            let key = ReportKey(item)
             if before[key] == nil {
                 keys.append(key)
                 before[key] = (associator.report(key), associator.tombstone(key))
@@ -482,8 +451,8 @@ extension Database {
         }
         var current = before
         for item in items {
-            let key = QuakeStore.key(of: item)
-            if QuakeStore.revise(&current[key, default: (nil, nil)], with: item) {
+            let key = ReportKey(item)
+            if Associator.revise(&current[key, default: (nil, nil)], with: item) {
                 report.applied += 1
             } else {
                 report.ignored += 1
