@@ -116,6 +116,9 @@ public struct QuakectlError: Error, Sendable, CustomStringConvertible {
         case .noSuchFeed(let e):
             return QuakectlError(
                 usage, "quaked has no feed named \(e.feed); `quakectl status` lists the configured feeds.")
+        case .noSuchSource(let e):
+            return QuakectlError(
+                usage, "quaked has no source named \(e.source); `quakectl status` lists the configured sources.")
         case .noSuchBackfill(let e):
             return QuakectlError(
                 dataError, "quaked has no backfill job \(e.id); `quakectl backfill --status` lists the jobs.")

@@ -424,6 +424,20 @@ enum StoreSchema {
             try db.execute(sql: HistoryImages.fillFromTombstones(sources) + " WHERE kind = 'delete'")
             try db.execute(sql: HistoryImages.fillOldValues(QuakeImage.columns) + " WHERE kind = 'update'")
         }
+        migrator.registerMigration("v14-source-backfill") { db in
+            // Backfill of an fdsn source (`quakectl backfill --source NAME`): the job imports as
+            // that source's reports; NULL is a USGS backfill, as before. The association's running
+            // counts (reports that joined an event, events created, merged and split), kept with
+            // the rest of its state.
+            try db.execute(
+                sql: """
+                    ALTER TABLE backfillJobs ADD COLUMN source TEXT;
+                    ALTER TABLE associationState ADD COLUMN joined INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE associationState ADD COLUMN created INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE associationState ADD COLUMN merged INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE associationState ADD COLUMN split INTEGER NOT NULL DEFAULT 0;
+                    """)
+        }
         return migrator
     }
 }

@@ -210,14 +210,15 @@ public struct SwiftGenerator {
             out.line("}")
             out.line("@inlinable public static func end(to writer: inout JSONWriter) { writer.endObject() }")
             for field in fields { member(field, into: &out) }
-            if fields.allSatisfy({ scalarKind($0.type) != nil }), !fields.isEmpty {
+            if fields.allSatisfy({ rowKind($0.type) != nil }), !fields.isEmpty {
                 out.line("")
                 out.line("/// Every member from `row`, column `i` being member `i` in the interface's order")
-                out.line("/// (``names``); a null column leaves its member out.")
+                out.line("/// (``names``); a null column leaves its member out. A member that is an array of")
+                out.line("/// structs is a text column holding its JSON, written as it is.")
                 out.line("@inlinable public static func appendMembers(from row: some JSONScalarRow, to writer: inout JSONWriter) {")
                 out.indent { out in
                     for (index, field) in fields.enumerated() {
-                        let kind = scalarKind(field.type)!
+                        let kind = rowKind(field.type)!
                         out.line("let \(local(field)) = row.scalar(at: \(index))")
                         if field.type.isOptional {
                             out.line("if !\(local(field)).isNull { writer.member(\(key(field))); writer.scalar(\(local(field)), as: .\(kind)) }")
@@ -272,7 +273,7 @@ public struct SwiftGenerator {
                 out.line("@inlinable public static func end\(append.dropFirst(6))(to writer: inout JSONWriter) { writer.endArray() }")
             }
             if case .named(let named) = unwrapped, let fields = structFields(named),
-                !fields.isEmpty, fields.allSatisfy({ scalarKind($0.type) != nil })
+                !fields.isEmpty, fields.allSatisfy({ rowKind($0.type) != nil })
             {
                 out.line("/// `\(field.name)` from a row of its members' values (see `\(named).Members.appendMembers(from:to:)`).")
                 out.line("@inlinable public static func \(append)(from row: some JSONScalarRow, to writer: inout JSONWriter) {")
@@ -289,6 +290,19 @@ public struct SwiftGenerator {
 
     /// `#""name":"#`: a member's key as written, for `JSONWriter.member(_:)`.
     private func key(_ field: VarlinkInterface.Field) -> String { "#\"\"\(field.name)\":\"#" }
+
+    /// How a row column holds a member for `Members.appendMembers(from:to:)`: a scalar kind, or
+    /// `json` (a text of the member's JSON) for an array of structs of scalars.
+    private func rowKind(_ type: VarlinkInterface.FieldType) -> String? {
+        if let kind = scalarKind(type) { return kind }
+        let unwrapped: VarlinkInterface.FieldType = if case .optional(let inner) = type { inner } else { type }
+        if case .array(let element) = unwrapped, case .named(let named) = element, let fields = structFields(named),
+            !fields.isEmpty, fields.allSatisfy({ scalarKind($0.type) != nil })
+        {
+            return "json"
+        }
+        return nil
+    }
 
     private func scalarKind(_ type: VarlinkInterface.FieldType) -> String? {
         switch type {

@@ -131,8 +131,8 @@ extension JSONWriter {
             assert(kind == .float, "a real for a \(kind) member")
             double(real)
         case .text(let text):
-            assert(kind == .string, "a text for a \(kind) member")
-            string(utf8: text)
+            assert(kind == .string || kind == .json, "a text for a \(kind) member")
+            kind == .json ? raw(text) : string(utf8: text)
         }
     }
 
@@ -168,8 +168,9 @@ public enum JSONScalar {
     case real(Double)
     case text(UnsafeRawBufferPointer)
 
-    /// The interface's scalar types.
-    public enum Kind: Sendable { case bool, int, float, string }
+    /// The interface's scalar types, and `json`: a text that is the member's JSON (an array of
+    /// structs kept as its JSON), written as it is.
+    public enum Kind: Sendable { case bool, int, float, string, json }
 
     @inlinable public var isNull: Bool {
         if case .null = self { return true }
