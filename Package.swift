@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // TLS settings for sslmode (postgres-nio's own dependency).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // EMSC's real-time websocket (QuakeStreams): the client and its framing, pings and TLS.
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
     ],
     targets: [
         // libsystemd: sd_notify, sd_listen_fds, sd_journal_sendv.
@@ -63,6 +65,35 @@ let package = Package(
         // Association: which reports of different agencies are one physical quake, and which of
         // them is preferred. Pure and order-independent; QuakeModel only.
         .target(name: "QuakeAssociation", dependencies: ["QuakeModel"]),
+        // Pushed reports: EMSC's real-time websocket (swift-websocket's WSClient), kept open with
+        // pings, reconnected with capped, jittered backoff, its messages read as SourceReports.
+        .target(
+            name: "QuakeStreams",
+            dependencies: [
+                "QuakeModel",
+                "QuakeSources",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The merged catalog served back over HTTP (http-listen): the USGS summary feeds and an FDSN
+        // event service (QuakeML, text, GeoJSON) streamed from the store, with ETags and gzip.
+        .target(
+            name: "QuakeHTTP",
+            dependencies: [
+                "QuakeModel",
+                "QuakeFeed",
+                "QuakeSources",
+                "QuakeStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            ]
+        ),
         // The SQLite store: schema, import with dedupe, persistent history, purge.
         .target(
             name: "QuakeStore",
@@ -302,6 +333,26 @@ let package = Package(
             name: "QuakeSourcesTests",
             dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed"],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "QuakeHTTPTests",
+            dependencies: [
+                "QuakeHTTP", "QuakeStore", "QuakeSources", "QuakeFeed", "QuakeModel", "QuakeTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "QuakeStreamsTests",
+            dependencies: [
+                "QuakeStreams", "QuakeSources", "QuakeModel", "QuakeTestSupport",
+                // a real websocket server on 127.0.0.1 that misbehaves on purpose (NIOWebSocket's upgrader)
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "QuakeAssociationTests",

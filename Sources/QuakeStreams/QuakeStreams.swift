@@ -1,0 +1,1 @@
+// QuakeStreams: reports pushed to quaked as they are published (EMSC's websocket).
