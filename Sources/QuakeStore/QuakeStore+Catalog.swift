@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import QuakeAssociation
 import QuakeFeed
+import QuakeModel
 
 /// A region of an FDSN event query: a circle (great-circle radius) or a latitude/longitude box,
 /// which crosses the antimeridian when `minLon > maxLon`.
@@ -49,6 +50,9 @@ public struct BackfillJobRecord: Sendable, Hashable {
     /// The newest history token a window of this job made.
     public var lastToken: HistoryToken?
     public var error: String?
+    /// The configured fdsn source the job pages (`quakectl backfill --source NAME`): its windows
+    /// are that source's reports. Nil for a USGS backfill (the `catalog`'s GeoJSON).
+    public var source: String?
 }
 
 extension QuakeStore {
@@ -57,17 +61,19 @@ extension QuakeStore {
     /// Creates a backfill job in state `queued`, its cursor at `start`.
     public func createBackfillJob(
         catalog: String, start: Int64, end: Int64, minMagnitude: Double?, region: CatalogRegion?, span: Int64,
-        now: Date = Date()
+        source: String? = nil, now: Date = Date()
     ) async throws -> BackfillJobRecord {
         let regionJSON = try region.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let id = try await pool.write { db in
             try db.execute(
                 sql: """
                     INSERT INTO backfillJobs (catalog, startTime, endTime, minMagnitude, region, state, createdAt,
-                        cursor, span)
-                    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+                        cursor, span, source)
+                    VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
                     """,
-                arguments: [catalog, start, end, minMagnitude, regionJSON, Self.milliseconds(now), start, max(span, 1)])
+                arguments: [
+                    catalog, start, end, minMagnitude, regionJSON, Self.milliseconds(now), start, max(span, 1), source,
+                ])
             return db.lastInsertedRowID
         }
         return try backfillJob(id: id)!
@@ -152,6 +158,49 @@ extension QuakeStore {
         }
     }
 
+    /// Imports one window of a backfill job of source `name` (``BackfillJobRecord/source``): its
+    /// items as that source's reports, associated as its runs' are
+    /// (``importSource(_:items:position:query:association:now:expiringBefore:)``), as one history
+    /// transaction (author `backfill`, source the query URL), and in the same SQLite transaction
+    /// moves the job's cursor to `windowEnd` and adds the window to its counts. The source's
+    /// incremental position and its last run (``SourceState``) are left as they were: a backfill
+    /// is not a run. A failure leaves store, job and associator untouched.
+    public func importSourceBackfillWindow(
+        job id: Int64, windowEnd: Int64, span: Int64, source name: String, items: [SourceItem], query: String,
+        association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
+    ) async throws -> SourceImportReport {
+        let cache = associatorCache
+        let commitSignal = commitSignal
+        let (report, entry) = try await pool.write { db -> (SourceImportReport, AssociatorCache.Entry) in
+            let run = try Row.fetchOne(
+                db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
+                arguments: [name])
+            var recorder = try HistoryRecorder(
+                db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
+            let result = try db.associateSourceItems(
+                name, batches: [items], position: nil, query: query, association: association, now: now,
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+            // The source's last run stays the last run's (NULL when it has not run yet).
+            try db.execute(
+                sql: "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",
+                arguments: [run?[0] as Int64?, run?[1] as Int64?, run?[2] as String?, run?[3] as String?, name])
+            let report = result.0
+            try db.execute(
+                sql: """
+                    UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
+                        eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
+                        lastToken = coalesce(?, lastToken)
+                    WHERE id = ?
+                    """,
+                arguments: [
+                    windowEnd, max(span, 1), report.items, report.applied, report.token, id,
+                ])
+            return result
+        }
+        cache.store(entry)
+        return report
+    }
+
     static func job(_ row: Row) throws -> BackfillJobRecord {
         let regionText: String? = row["region"]
         return BackfillJobRecord(
@@ -161,7 +210,7 @@ extension QuakeStore {
             state: BackfillJobRecord.State(rawValue: row["state"]) ?? .failed, createdAt: row["createdAt"],
             finishedAt: row["finishedAt"], cursor: row["cursor"], span: row["span"], windowsDone: row["windowsDone"],
             eventsFetched: row["eventsFetched"], eventsImported: row["eventsImported"], lastToken: row["lastToken"],
-            error: row["error"])
+            error: row["error"], source: row["source"])
     }
 
     // MARK: Incremental catalog sync

@@ -463,6 +463,7 @@ extension Database {
         for batch in batches where !batch.isEmpty {
             changes += associator.apply(batch)
         }
+        try db.countAssociationChanges(changes, associator: associator)
         for key in keys {
             try importer.write(
                 key, report: associator.report(key), event: associator.event(containing: key)?.id,
