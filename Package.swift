@@ -63,8 +63,8 @@ let package = Package(
         // streams in (libxml2's SAX2 push parser), the FDSN text format, EMSC's and GeoNet's JSON.
         .target(name: "QuakeSources", dependencies: ["QuakeModel", "QuakeFeed", "CLibXML2"]),
         // Association: which reports of different agencies are one physical quake, and which of
-        // them is preferred. Pure and order-independent; QuakeModel only.
-        .target(name: "QuakeAssociation", dependencies: ["QuakeModel"]),
+        // them is preferred. Pure and order-independent; QuakeModel, and QuakeFeed for polygon regions.
+        .target(name: "QuakeAssociation", dependencies: ["QuakeModel", "QuakeFeed"]),
         // Pushed reports: EMSC's real-time websocket (swift-websocket's WSClient), kept open with
         // pings, reconnected with capped, jittered backoff, its messages read as SourceReports.
         .target(
@@ -356,7 +356,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeAssociationTests",
-            dependencies: ["QuakeAssociation", "QuakeModel"]
+            dependencies: ["QuakeAssociation", "QuakeModel", "QuakeFeed"]
         ),
         .testTarget(
             name: "QuakeModelTests",

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeFeed
 import QuakeModel
 
 /// Association of reports into events: which agencies' reports describe one physical quake.
@@ -64,8 +65,13 @@ public enum Region: Sendable, Hashable {
     /// Latitudes `minLat...maxLat` and longitudes from `minLon` eastwards to `maxLon`, all
     /// inclusive (as QuakeFeed's `QuakeFilter.Region`): when `minLon > maxLon` the box crosses
     /// the antimeridian (`box(minLat: -50, maxLat: -30, minLon: 170, maxLon: -175)` holds 175
-    /// and -178, not 0). A polygon case may follow.
+    /// and -178, not 0).
     case box(minLat: Double, maxLat: Double, minLon: Double, maxLon: Double)
+    /// Inside the polygons of a GeoJSON file (QuakeFeed's `PolygonRegion`, as `quakectl --region`
+    /// and filters read them): the same point-in-polygon rule as a filter's, edges included, holes
+    /// excluded, rings crossing the antimeridian the short way. Give a validated region
+    /// (`PolygonRegion.validate()`): an invalid one holds what its rings happen to enclose.
+    case polygon(PolygonRegion)
 
     public func contains(latitude: Double, longitude: Double) -> Bool {
         switch self {
@@ -77,6 +83,8 @@ public enum Region: Sendable, Hashable {
                 return longitude >= minLongitude && longitude <= maxLongitude
             }
             return longitude >= minLongitude || longitude <= maxLongitude
+        case .polygon(let polygons):
+            return polygons.contains(lat: latitude, lon: longitude)
         }
     }
 }
@@ -84,13 +92,36 @@ public enum Region: Sendable, Hashable {
 /// `prefer = AGENCY[,AGENCY...] region=...`: in the region, these agencies' reports are
 /// preferred (after reviewed beats automatic, before the order of the sources).
 public struct RegionalPreference: Sendable, Hashable {
-    /// Matched against a report's `agency`, and against its `source` name (either matches).
+    /// Matched against a report's `agency`, and against its `source` name (either matches),
+    /// ignoring ASCII case: `INGV` matches the agency `INGV` and the source `ingv`.
     public var agencies: [String]
     public var region: Region
 
     public init(agencies: [String], region: Region) {
         self.agencies = agencies
         self.region = region
+    }
+
+    /// Whether `agency` names the report: its agency or its source, ASCII case ignored.
+    static func names(_ agency: String, _ report: SourceReport) -> Bool {
+        sameName(agency, report.source) || report.agency.map { sameName(agency, $0) } == true
+    }
+
+    /// `a` and `b` equal but for ASCII case (no allocation: ranking compares often).
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var left = a.utf8.makeIterator()
+        var right = b.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case (let x?, let y?):
+                if x == y { continue }
+                let lx = (0x41...0x5A).contains(x) ? x | 0x20 : x
+                let ly = (0x41...0x5A).contains(y) ? y | 0x20 : y
+                if lx != ly { return false }
+            default: return false
+            }
+        }
     }
 }
 
@@ -132,12 +163,13 @@ public struct AssociationConfiguration: Sendable, Hashable {
     }
 
     /// The regional rank of a report: the first declaration (then the first agency in it) whose
-    /// agency is the report's agency or source and whose region holds the report's epicentre.
+    /// agency is the report's agency or source (ASCII case ignored) and whose region holds the
+    /// report's epicentre.
     func regionalRank(_ report: SourceReport) -> Int {
         var rank = 0
         for preference in regionalPreferences {
             for agency in preference.agencies {
-                if agency == report.agency || agency == report.source,
+                if RegionalPreference.names(agency, report),
                     preference.region.contains(latitude: report.latitude, longitude: report.longitude)
                 {
                     return rank

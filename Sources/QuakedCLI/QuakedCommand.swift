@@ -40,6 +40,13 @@ public struct QuakedCommand: AsyncParsableCommand {
             valueName: "source"))
     var sources: [String] = []
 
+    @Option(
+        name: .customLong("prefer"),
+        help: ArgumentHelp(
+            "A regional authority: 'AGENCY[,AGENCY...] region=REGION' (see quaked.conf(5)). Repeatable; an earlier one ranks first.",
+            valueName: "preference"))
+    var preferences: [String] = []
+
     @Option(help: ArgumentHelp("Pull interval, e.g. 60s or 5m. Default: \(Self.defaultText(.interval)).", valueName: "duration"))
     var interval: String?
 
@@ -119,6 +126,7 @@ public struct QuakedCommand: AsyncParsableCommand {
     var loader: ConfigurationLoader {
         var flags: [(key: DaemonConfiguration.Key, value: String, flag: String)] = feeds.map { (.feed, $0, "--feed") }
         flags += sources.map { (.source, $0, "--source") }
+        flags += preferences.map { (.prefer, $0, "--prefer") }
         if let interval { flags.append((.interval, interval, "--interval")) }
         if let stateDirectory {
             flags.append((.stateDirectory, Self.absolute(stateDirectory), "--state-directory"))

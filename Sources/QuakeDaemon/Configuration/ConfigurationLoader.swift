@@ -51,7 +51,7 @@ public struct ConfigurationLoader: Sendable {
                 try resolved.apply(key, value, source: key.environmentName)
             }
         }
-        // `--feed` and `--source` add to the other flags of their key.
+        // `--feed`, `--source` and `--prefer` add to the other flags of their key.
         var repeatedFlags: Set<DaemonConfiguration.Key> = []
         for (key, value, flag) in flags {
             try resolved.apply(key, value, source: flag, replaceFeeds: !repeatedFlags.contains(key))
@@ -74,10 +74,27 @@ public struct ConfigurationLoader: Sendable {
     /// The file's text, read with plain `read(2)`: Foundation's readers refuse `/dev/null` (an
     /// empty configuration, as `--config /dev/null` means) and report errors vaguely.
     private static func read(_ path: String) throws -> String {
-        func fail(_ code: Int32) -> ConfigurationError {
-            ConfigurationError(
-                key: "config", source: path, problem: "cannot read the file: \(String(cString: strerror(code)))")
+        let bytes: [UInt8]
+        do {
+            bytes = try readBytes(path)
+        } catch {
+            throw ConfigurationError(key: "config", source: path, problem: "cannot read the file: \(error.reason)")
         }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(key: "config", source: path, problem: "the file is not UTF-8 text")
+        }
+        return text
+    }
+
+    /// Why ``readBytes(_:limit:)`` failed: the system's words (`No such file or directory`).
+    struct ReadFailure: Error {
+        var reason: String
+    }
+
+    /// The bytes of the file at `path`, read with plain `read(2)` (which `/dev/null` and named
+    /// pipes allow too); at most `limit` of them, a longer file failing.
+    static func readBytes(_ path: String, limit: Int = .max) throws(ReadFailure) -> [UInt8] {
+        func fail(_ code: Int32) -> ReadFailure { ReadFailure(reason: String(cString: strerror(code))) }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw fail(errno) }
         defer { close(fd) }
@@ -90,16 +107,16 @@ public struct ConfigurationLoader: Sendable {
                 if errno == EINTR { continue }
                 throw fail(errno)
             }
+            guard bytes.count + count <= limit else {
+                throw ReadFailure(reason: "the file is larger than \(ConfigValue.text(size: limit))")
+            }
             bytes += buffer[..<count]
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw ConfigurationError(key: "config", source: path, problem: "the file is not UTF-8 text")
-        }
-        return text
+        return bytes
     }
 
-    /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed` and `source` may
-    /// repeat.
+    /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed`, `source` and
+    /// `prefer` may repeat.
     private func applyFile(_ path: String, to configuration: inout ResolvedConfiguration) throws {
         let text = try Self.read(path)
         var repeated: Set<DaemonConfiguration.Key> = []

@@ -85,12 +85,17 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var associateTime: Duration = .seconds(16)
     /// ... and whose epicentres are at most this many kilometres apart.
     public var associateDistanceKm: Double = 100
+    /// Regional authorities (`prefer = AGENCY[,AGENCY...] region=...`), in configuration order:
+    /// an earlier line ranks first. In its region, an agency's report is preferred to other
+    /// equally reviewed reports, before the order of the sources (``association``).
+    public var preferences: [PreferenceConfiguration] = []
 
     /// Whether quaked imports from the USGS itself: a summary feed or the catalog sync. Once
     /// sources are configured, these imports are the store's source `usgs`.
     public var usgsImports: Bool { !feeds.isEmpty || catalog != nil }
 
-    /// The association settings this configuration gives: its windows, and the sources' order.
+    /// The association settings this configuration gives: its windows, the regional authorities
+    /// (``preferences``, in order) and the sources' order.
     ///
     /// The order is the preference among reports equally reviewed and not regional: `usgs` (the
     /// summary feed's and the catalog sync's reports) first when a feed or `catalog` is
@@ -99,7 +104,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         AssociationConfiguration(
             associateTimeMilliseconds: Int64(associateTime / .milliseconds(1)),
             associateDistanceKm: associateDistanceKm,
-            sourceOrder: (usgsImports ? [QuakeStore.usgsSource] : []) + sources.map(\.name))
+            sourceOrder: (usgsImports ? [QuakeStore.usgsSource] : []) + sources.map(\.name),
+            regionalPreferences: preferences.map(\.regionalPreference))
     }
 
     public init(defaults paths: DefaultPaths = DefaultPaths()) {
@@ -158,22 +164,23 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case source
         case associateTime = "associate-time"
         case associateDistance = "associate-distance"
+        case prefer
 
         /// `QUAKED_` + the key in upper case with `-` as `_` (`QUAKED_STATE_DIRECTORY`).
         /// `QUAKED_FEED` takes several feeds separated by commas or spaces, `QUAKED_SOURCE`
-        /// several sources separated by `;`.
+        /// several sources and `QUAKED_PREFER` several preferences separated by `;`.
         public var environmentName: String {
             "QUAKED_" + rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
         }
 
         /// Keys a config file may give more than once (and the flag more than once): each entry
         /// adds to the others of the same origin.
-        public var isRepeatable: Bool { self == .feed || self == .source }
+        public var isRepeatable: Bool { self == .feed || self == .source || self == .prefer }
     }
 
     /// Applies one textual setting. Throws ``ConfigurationError`` naming the key and the problem.
-    /// `feed` and `source` entries accumulate within one origin (`replaceFeeds` is false after the
-    /// first of the key).
+    /// `feed`, `source` and `prefer` entries accumulate within one origin (`replaceFeeds` is false
+    /// after the first of the key).
     public mutating func apply(_ key: Key, _ text: String, source: String, replaceFeeds: Bool = true) throws {
         func fail(_ problem: String) -> ConfigurationError {
             ConfigurationError(key: key.rawValue, source: source, problem: problem)
@@ -211,6 +218,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 all.append(source)
             }
             sources = all
+        case .prefer:
+            let entries = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            if entries.isEmpty || entries == ["none"] {
+                if replaceFeeds { preferences = [] }
+                return
+            }
+            let parsed = try parse { try entries.map(PreferenceConfiguration.init(parsing:)) }
+            preferences = (replaceFeeds ? [] : preferences) + parsed
         case .associateTime:
             associateTime = try parse { try ConfigValue.duration(value, minimum: .seconds(1)) }
             guard associateTime <= .seconds(600) else {
@@ -318,6 +335,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         switch key {
         case .feed: return feeds.isEmpty ? ["none"] : feeds.map(\.name)
         case .source: return sources.isEmpty ? ["none"] : sources.map(\.description)
+        case .prefer: return preferences.isEmpty ? ["none"] : preferences.map(\.description)
         case .associateDistance: return ["\(CatalogQuery.number(associateDistanceKm))km"]
         case .stateDirectory: return [stateDirectory]
         case .socket: return [socketPath]
