@@ -1,1 +1,0 @@
-// QuakeStreams: reports pushed to quaked as they are published (EMSC's websocket).
