@@ -87,8 +87,9 @@ public struct QuakedConnection: Sendable {
         try await call(IOQuaked.GetStatus.self, .init())
     }
 
-    public func refresh(feed: String?) async throws -> IOQuaked.Refresh.Reply {
-        try await call(IOQuaked.Refresh.self, .init(feed: feed))
+    /// Pulls one feed, runs one source, or (both nil) every feed and every source, and waits.
+    public func refresh(feed: String?, source: String? = nil) async throws -> IOQuaked.Refresh.Reply {
+        try await call(IOQuaked.Refresh.self, .init(feed: feed, source: source))
     }
 
     public func reload() async throws {

@@ -12,7 +12,9 @@ public struct BackfillCommand: AsyncParsableCommand {
         abstract: "Fetch older earthquakes from an FDSN event service into the store.",
         discussion: """
             Starts a job in quaked that pages the FDSN event service (default: the catalog key of \
-            quaked.conf, else https://earthquake.usgs.gov/fdsnws/event/1/) through time windows, \
+            quaked.conf, else https://earthquake.usgs.gov/fdsnws/event/1/; with --source NAME, the \
+            configured fdsn source NAME in its format, its windows that source's reports, \
+            associated with the other sources') through time windows, \
             oldest first, each window one history transaction (author backfill), and follows it: \
             a progress bar on a terminal, a line per window otherwise, a JSON object per update \
             with --json. Ctrl-C detaches: the job goes on in quaked (and survives its restarts); \
@@ -47,6 +49,12 @@ public struct BackfillCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The FDSN event service's base URL.", valueName: "url"))
     public var catalog: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Page this configured fdsn source (source = NAME in quaked.conf) instead: its URL and format, its min-magnitude and region unless given.",
+            valueName: "name"))
+    public var source: String?
+
     @Flag(help: "Start the job and return at once, printing it.")
     public var detach = false
 
@@ -66,7 +74,7 @@ public struct BackfillCommand: AsyncParsableCommand {
 
     public func validate() throws {
         let starting = start != nil || end != nil || minMag != nil || near != nil || radius != nil || box != nil
-            || catalog != nil || detach
+            || catalog != nil || source != nil || detach
         if status || cancel != nil {
             guard !starting else {
                 throw ValidationError("--status and --cancel take no job options (--start, --end, --near, ...).")
@@ -116,6 +124,9 @@ public struct BackfillCommand: AsyncParsableCommand {
         if let box = boxParameter, !(box.minLat <= box.maxLat && box.minLon != box.maxLon) {
             throw ValidationError("--box has no area: give MINLAT <= MAXLAT and MINLON ≠ MAXLON.")
         }
+        if catalog != nil && source != nil {
+            throw ValidationError("give one of --catalog and --source.")
+        }
         if let catalog {
             guard let url = URLComponents(string: catalog), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
                 url.host?.isEmpty == false, url.query == nil
@@ -125,7 +136,8 @@ public struct BackfillCommand: AsyncParsableCommand {
             }
         }
         return IOQuaked.Backfill.Parameters(
-            start: startMs, end: endMs, minMagnitude: minMag, near: nearParameter, box: boxParameter, catalog: catalog)
+            start: startMs, end: endMs, minMagnitude: minMag, near: nearParameter, box: boxParameter, catalog: catalog,
+            source: source)
     }
 
     public func run() async throws {
@@ -256,7 +268,7 @@ public struct BackfillCommand: AsyncParsableCommand {
     /// `backfill 3 done · 40/40 windows · 45,120 events, 31,002 imported · 2024-01-01 00:00 → 2024-02-01 00:00 UTC`
     static func summary(_ job: IOQuaked.BackfillJob) -> String {
         var parts = [
-            "backfill \(job.id) \(job.state.rawValue)",
+            "backfill \(job.id)\(job.source.map { " (source \($0))" } ?? "") \(job.state.rawValue)",
             "\(Formatting.count(job.windowsDone))/\(Formatting.count(job.windowsTotal)) windows",
             "\(Formatting.count(job.eventsFetched)) events, \(Formatting.count(job.eventsImported)) imported",
             "\(QuakeTime.utcMinutes(job.start)) → \(QuakeTime.utcMinutes(job.end)) UTC",

@@ -41,14 +41,33 @@ public struct StatusCommand: AsyncParsableCommand {
         for source in sources {
             var line = "  \(style.bold(source.name))  \(Formatting.count(source.reports)) report"
             if source.reports != 1 { line += "s" }
-            line += " · last success \(source.lastSuccess.map(when) ?? "never")"
-            if let position = source.position { line += " · position \(when(position))" }
+            if let attempt = source.lastAttempt {
+                line += " · last run \(when(attempt)): \(source.lastError == nil ? "imported" : "failed")"
+            } else {
+                line += " · not run yet"
+            }
+            if source.lastError != nil || source.lastAttempt == nil {
+                line += " · last success \(source.lastSuccess.map(when) ?? "never")"
+            }
+            line += " · position \(source.position.map(when) ?? "none yet")"
             out += line + "\n"
             if let error = source.lastError {
                 let at = source.lastAttempt.map { " (\(when($0)))" } ?? ""
                 out += "    " + style.paint("error\(at): \(error)", .red) + "\n"
             }
         }
+        return out
+    }
+
+    /// The association section: the windows, events and reports, and what the association did.
+    static func associationText(_ a: IOQuaked.AssociationStatus, _ style: OutputStyle) -> String {
+        let seconds = a.timeSeconds == a.timeSeconds.rounded() ? "\(Int(a.timeSeconds))" : "\(a.timeSeconds)"
+        let km = a.distanceKm == a.distanceKm.rounded() ? "\(Int(a.distanceKm))" : "\(a.distanceKm)"
+        var out = style.bold("association") + "  \(style.dim("within \(seconds) s and \(km) km"))\n"
+        out +=
+            "  \(Formatting.count(a.events)) event\(a.events == 1 ? "" : "s") of \(Formatting.count(a.reports)) report\(a.reports == 1 ? "" : "s")"
+            + " · \(Formatting.count(a.joined)) joined, \(Formatting.count(a.new)) new, "
+            + "\(Formatting.count(a.merged)) merged, \(Formatting.count(a.split)) split\n"
         return out
     }
 
@@ -115,6 +134,7 @@ public struct StatusCommand: AsyncParsableCommand {
             if let next = catalog.nextRun { out += "    next run \(when(next))\n" }
         }
         if let sources = s.sources, !sources.isEmpty { out += Self.sourcesText(sources, style, now: now) }
+        if let association = s.association { out += Self.associationText(association, style) }
         if let jobs = s.backfills, !jobs.isEmpty {
             out += style.bold("backfills") + "\n"
             for job in jobs { out += "  " + BackfillCommand.summary(job) + "\n" }

@@ -3,6 +3,7 @@ import Logging
 import QuakeAssociation
 import NIOConcurrencyHelpers
 import QuakeProtocol
+import QuakeSources
 import QuakeStore
 import ServiceLifecycle
 import Varlink
@@ -25,6 +26,8 @@ public final class BackfillRunner: Service, Sendable {
         /// The association settings of its windows' imports (``DaemonConfiguration/association``):
         /// in association mode a backfill window is the source `usgs`'s reports.
         var association: AssociationConfiguration
+        /// The configured sources (`source =`): a job of one (``BackfillJobRecord/source``) pages it.
+        var sources: [SourceConfiguration] = []
     }
 
     /// What is known of the running job beyond its row.
@@ -135,7 +138,10 @@ public final class BackfillRunner: Service, Sendable {
         publish(id)
         logger.info(
             "backfill started",
-            metadata: ["backfill.id": "\(id)", "backfill.catalog": "\(job.catalog)", "backfill.cursor": "\(job.cursor)"])
+            metadata: [
+                "backfill.id": "\(id)", "backfill.catalog": "\(job.catalog)", "backfill.cursor": "\(job.cursor)",
+                "backfill.source": "\(job.source ?? "usgs")",
+            ])
         // The job runs beside a task that waits for its cancellation: whichever ends first ends both.
         let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
             group.addTask {
@@ -176,7 +182,17 @@ public final class BackfillRunner: Service, Sendable {
 
     private func page(_ job: BackfillJobRecord) async throws {
         let settings = settings.withLockedValue { $0 }
-        let service = try CatalogService(parsing: job.catalog)
+        var source: SourceConfiguration?
+        if let name = job.source {
+            guard let configured = settings.sources.first(where: { $0.name == name }) else {
+                throw CatalogPagingError(
+                    message:
+                        "the job pages the source \(name), which is no longer configured (source = in quaked.conf): configure it again and start a new backfill --source \(name)"
+                )
+            }
+            source = configured
+        }
+        let service = try source?.service ?? CatalogService(parsing: job.catalog)
         let puller = FeedPuller(clients: clients, limits: settings.limits, userAgent: QuakedVersion.userAgent)
         let pager = CatalogPager(service: service, puller: puller, settings: settings.pager)
         let query = CatalogQuery(
@@ -194,6 +210,40 @@ public final class BackfillRunner: Service, Sendable {
         let store = store
         let expiring = settings.eventRetention.map { Date() - $0.timeInterval }
         let id = job.id
+        if let source {
+            let name = source.name
+            try await pager.run(
+                query, from: job.cursor, span: span, searchLimit: limit,
+                url: { SourceSync.windowURL(source, window: $0) },
+                fetchWindow: { url, windowEnd, span in
+                    let answer = try await puller.fetchSourceWindow(url, source: source)
+                    let report: SourceImportReport
+                    do {
+                        report = try await store.importSourceBackfillWindow(
+                            job: id, windowEnd: windowEnd, span: span, source: name, items: answer.items,
+                            query: url.absoluteString, association: settings.association,
+                            expiringBefore: expiring)
+                    } catch is CancellationError {
+                        throw CancellationError()
+                    } catch {
+                        throw CatalogFailure.transient(
+                            "the store refused the window's reports (\(error)); check the disk and the state directory",
+                            retryAfter: nil)
+                    }
+                    var counts = ImportReport(store: store.storeID, source: url.absoluteString)
+                    counts.token = report.token
+                    counts.features = answer.items.count + answer.skipped
+                    counts.inserted = report.created
+                    counts.updated = report.updated
+                    counts.deleted = report.deleted - report.superseded
+                    counts.superseded = report.superseded
+                    counts.unchanged = report.ignored
+                    if answer.skipped > 0 { counts.skipped["unreadable"] = answer.skipped }
+                    return counts
+                },
+                events: { event in self.record(event, job: id) })
+            return
+        }
         try await pager.run(
             query, from: job.cursor, span: span, searchLimit: limit,
             importWindow: { url, windowEnd, span, body in
@@ -269,7 +319,7 @@ public final class BackfillRunner: Service, Sendable {
             windowStart: running ? live?.windowStart.map(Int.init) : nil,
             windowEnd: running ? live?.windowEnd.map(Int.init) : nil,
             eventsPerSecond: rate, etaSeconds: eta, lastToken: record.lastToken.map(Int.init),
-            error: record.error ?? (running ? live?.error : nil))
+            error: record.error ?? (running ? live?.error : nil), source: record.source)
     }
 
     /// The job's descriptions: the current one at once, then one after each change, the newest

@@ -75,6 +75,23 @@ struct CatalogPager: Sendable {
         importWindow: @escaping @Sendable (_ url: URL, _ windowEnd: Int64, _ span: Int64, _ body: @escaping @Sendable (FeedSink) async throws -> Void) async throws -> ImportReport,
         events: @Sendable (Event) -> Void
     ) async throws {
+        let puller = puller
+        try await run(
+            query, from: cursor, span: span, searchLimit: searchLimit, url: service.queryURL,
+            fetchWindow: { url, windowEnd, span in
+                try await puller.fetchCatalog(url) { body in try await importWindow(url, windowEnd, span, body) }
+            }, events: events)
+    }
+
+    /// ``run(_:from:span:searchLimit:importWindow:events:)`` with the window's URL made by `url`
+    /// and fetched and imported by `fetchWindow` (its URL, its window's end, the span it used),
+    /// which throws ``CatalogFailure`` as ``FeedPuller/fetchCatalog(_:importBody:)`` does: the
+    /// windows of an fdsn source's backfill, in the source's format.
+    func run(
+        _ query: CatalogQuery, from cursor: Int64, span: Int64, searchLimit: Int, url makeURL: (CatalogQuery) -> URL,
+        fetchWindow: @escaping @Sendable (_ url: URL, _ windowEnd: Int64, _ span: Int64) async throws -> ImportReport,
+        events: @Sendable (Event) -> Void
+    ) async throws {
         var cursor = cursor
         var span = max(span, settings.minSpan)
         var limit = searchLimit
@@ -86,13 +103,10 @@ struct CatalogPager: Sendable {
             var window = query
             window.start = cursor
             window.end = min(cursor + span, query.end)
-            let url = service.queryURL(window)
+            let url = makeURL(window)
             events(.requesting(start: window.start, end: window.end))
             do {
-                let (usedSpan, windowEnd) = (span, window.end)
-                let report = try await puller.fetchCatalog(url) { body in
-                    try await importWindow(url, windowEnd, usedSpan, body)
-                }
+                let report = try await fetchWindow(url, window.end, span)
                 failures = 0
                 let target = max(limit / 2, 1)
                 if report.features > target {
@@ -158,7 +172,7 @@ extension BackfillRunner.Settings {
         self.init(
             pager: .init(configuration), limits: configuration.pullLimits,
             defaultCatalog: configuration.catalog ?? .usgs, eventRetention: configuration.eventRetention,
-            association: configuration.association)
+            association: configuration.association, sources: configuration.sources)
     }
 }
 

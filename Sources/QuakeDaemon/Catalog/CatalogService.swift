@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import QuakeFeed
 import QuakeModel
+import QuakeSources
 import QuakeStore
 
 #if canImport(Glibc)
@@ -216,12 +217,35 @@ extension FeedPuller {
         }
     }
 
+    /// GETs a window of an fdsn source's backfill (`url` asks in the source's format, with
+    /// `nodata=204`) and reads the answer with the source's reader, as its runs do
+    /// (``SourceSync/readBody(_:url:source:maxBytes:proxy:)``): 204 is a window without events.
+    /// Throws ``CatalogFailure`` as ``fetchCatalog(_:importBody:)`` does: a body the reader
+    /// rejects is worth retrying, one over `max-feed-size` is not.
+    func fetchSourceWindow(_ url: URL, source: SourceConfiguration) async throws -> SourceSync.Answer {
+        let maxBytes = limits.maxBytes
+        return try await boundedCatalogRequest(url, accept: SourceSync.accept(source.format)) { response in
+            let code = response.status.code
+            if code == 204 { return SourceSync.Answer(httpStatus: 204) }
+            guard code == 200 else { throw await Self.failure(response, url: url) }
+            do {
+                return try await SourceSync.readBody(response, url: url, source: source, maxBytes: maxBytes, proxy: nil)
+            } catch let error as SourceError {
+                throw CatalogFailure.transient("\(url.absoluteString): \(error)", retryAfter: nil)
+            } catch let error as QuakedError where error.kind == .tooLarge {
+                throw CatalogFailure.permanent(
+                    "\(url.absoluteString): \(error.message) (a window of the source's backfill over max-feed-size)")
+            }
+        }
+    }
+
     private func boundedCatalogRequest<T: Sendable>(
-        _ url: URL, _ take: @escaping @Sendable (FeedResponse) async throws -> T
+        _ url: URL, accept: String = "application/geo+json, application/json, text/plain",
+        _ take: @escaping @Sendable (FeedResponse) async throws -> T
     ) async throws -> T {
         var headers = HTTPHeaders()
         headers.add(name: "User-Agent", value: userAgent)
-        headers.add(name: "Accept", value: "application/geo+json, application/json, text/plain")
+        headers.add(name: "Accept", value: accept)
         headers.add(name: "Accept-Encoding", value: "gzip")
         let timeout = limits.totalTimeout
         let requestHeaders = headers

@@ -18,12 +18,16 @@ public struct QuakedService: IOQuaked.Service {
     let metrics: MetricsExporter
     let backfills: BackfillRunner
     let catalogSync: CatalogSync
+    /// The configured sources' runs (`Refresh(source:)`, `Backfill(source:)`).
+    let sources: SourceSyncs
     let logger: Logger
 
     init(
         store: QuakeStore, scheduler: FeedScheduler, reloader: Reloader, broadcaster: ChangeBroadcaster,
-        metrics: MetricsExporter, backfills: BackfillRunner, catalogSync: CatalogSync, logger: Logger
+        metrics: MetricsExporter, backfills: BackfillRunner, catalogSync: CatalogSync, sources: SourceSyncs,
+        logger: Logger
     ) {
+        self.sources = sources
         self.backfills = backfills
         self.catalogSync = catalogSync
         self.store = store
@@ -57,20 +61,72 @@ public struct QuakedService: IOQuaked.Service {
                     lastError: $0.lastError, lastErrorAt: $0.lastErrorAt.map(Int.init))
             }, catalog: catalogSync.describe(),
             backfills: try store.unfinishedBackfillJobs().map(backfills.describe),
-            sources: try store.interfaceSources())
+            sources: try store.interfaceSources(), association: try associationStatus())
+    }
+
+    /// GetStatus's `association`: the store's counts and the windows in force; nil before the
+    /// store follows sources.
+    func associationStatus() throws -> IOQuaked.AssociationStatus? {
+        guard let counts = try store.associationCounts() else { return nil }
+        let association = reloader.configuration.association
+        return IOQuaked.AssociationStatus(
+            timeSeconds: Double(association.associateTimeMilliseconds) / 1000,
+            distanceKm: association.associateDistanceKm, events: counts.events, reports: counts.reports,
+            joined: Int(counts.joined), new: Int(counts.created), merged: Int(counts.merged),
+            split: Int(counts.split))
     }
 
     public func refresh(_ parameters: IOQuaked.Refresh.Parameters, _ call: VarlinkCallContext<IOQuaked.Refresh.Reply>)
         async throws
     {
+        if parameters.feed != nil, parameters.source != nil {
+            throw OrgVarlinkService.InvalidParameter(parameter: "source")
+        }
+        if let name = parameters.source {
+            guard let sync = sources.sync(named: name) else { throw IOQuaked.NoSuchSource(source: name) }
+            let outcome = await sync.refresh()
+            try await call.reply(
+                .init(
+                    results: [], headToken: Int(try store.head()),
+                    sourceResults: [IOQuaked.SourceRefreshResult(source: name, outcome: outcome)]))
+            return
+        }
         let results: [(FeedStatus, PullResult)]
+        var sourceResults: [IOQuaked.SourceRefreshResult]?
         do {
-            results = try await scheduler.refresh(feed: parameters.feed)
+            if parameters.feed != nil {
+                results = try await scheduler.refresh(feed: parameters.feed)
+            } else {
+                // Every feed and every source, at once.
+                async let feeds = scheduler.refresh(feed: nil)
+                sourceResults = await refreshEverySource()
+                results = try await feeds
+            }
         } catch let error as UnknownFeed {
             throw IOQuaked.NoSuchFeed(feed: error.name)
         }
         try await call.reply(
-            .init(results: results.map { IOQuaked.RefreshResult(status: $0.0, result: $0.1) }, headToken: Int(try store.head())))
+            .init(
+                results: results.map { IOQuaked.RefreshResult(status: $0.0, result: $0.1) },
+                headToken: Int(try store.head()), sourceResults: sourceResults))
+    }
+
+    /// Runs every configured source now, together (each joining a run in progress), in
+    /// configuration order; nil when none is configured.
+    private func refreshEverySource() async -> [IOQuaked.SourceRefreshResult]? {
+        let syncs = sources.syncs
+        guard !syncs.isEmpty else { return nil }
+        let outcomes = await withTaskGroup(of: (Int, SourceSync.Outcome).self) { group in
+            for (index, sync) in syncs.enumerated() {
+                group.addTask { (index, await sync.refresh()) }
+            }
+            var outcomes: [Int: SourceSync.Outcome] = [:]
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes
+        }
+        return syncs.indices.compactMap { index in
+            outcomes[index].map { IOQuaked.SourceRefreshResult(source: syncs[index].name, outcome: $0) }
+        }
     }
 
     public func subscribe(
@@ -273,8 +329,17 @@ public struct QuakedService: IOQuaked.Service {
             }
             region = .box(minLat: box.minLat, maxLat: box.maxLat, minLon: box.minLon, maxLon: box.maxLon)
         }
+        var minMagnitude = parameters.minMagnitude
         let catalog: CatalogService
-        if let text = parameters.catalog {
+        if let name = parameters.source {
+            guard parameters.catalog == nil else { throw OrgVarlinkService.InvalidParameter(parameter: "source") }
+            guard let sync = sources.sync(named: name) else { throw IOQuaked.NoSuchSource(source: name) }
+            // The source's URL; its min-magnitude and region unless the call sets its own.
+            let source = sync.currentSettings.source
+            catalog = source.service
+            minMagnitude = minMagnitude ?? source.minMagnitude
+            if region == nil { region = source.region }
+        } else if let text = parameters.catalog {
             guard let parsed = try? CatalogService(parsing: text) else {
                 throw OrgVarlinkService.InvalidParameter(parameter: "catalog")
             }
@@ -283,12 +348,13 @@ public struct QuakedService: IOQuaked.Service {
             catalog = backfills.defaultCatalog
         }
         let job = try await store.createBackfillJob(
-            catalog: catalog.description, start: Int64(start), end: Int64(end), minMagnitude: parameters.minMagnitude,
-            region: region, span: Int64(end - start))
+            catalog: catalog.description, start: Int64(start), end: Int64(end), minMagnitude: minMagnitude,
+            region: region, span: Int64(end - start), source: parameters.source)
         logger.info(
             "backfill job created",
             metadata: [
-                "backfill.id": "\(job.id)", "backfill.catalog": "\(catalog)", "peer": "\(call.peer.map { "\($0)" } ?? "?")",
+                "backfill.id": "\(job.id)", "backfill.catalog": "\(catalog)",
+                "backfill.source": "\(parameters.source ?? "usgs")", "peer": "\(call.peer.map { "\($0)" } ?? "?")",
             ])
         backfills.enqueued()
         if call.more {
@@ -364,6 +430,22 @@ public struct QuakedService: IOQuaked.Service {
             case .tokenAhead(let after, let head):
                 throw IOQuaked.TokenAhead(after: Int(after), headToken: Int(head))
             }
+        }
+    }
+}
+
+extension IOQuaked.SourceRefreshResult {
+    /// One source's run as Refresh answers it: imported (204 included) with the reports stored or
+    /// retracted and the events changed, or failed with its error.
+    init(source: String, outcome: SourceSync.Outcome) {
+        switch outcome {
+        case .imported(let report, _, _):
+            self.init(
+                source: source, result: .imported, reports: report.applied,
+                events: report.created + report.updated + report.deleted, token: report.token.map(Int.init),
+                error: nil)
+        case .failed(let failure):
+            self.init(source: source, result: .failed, error: failure.message)
         }
     }
 }

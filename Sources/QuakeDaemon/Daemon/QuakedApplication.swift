@@ -96,7 +96,7 @@ public struct QuakedApplication: Sendable {
         exporter = MetricsExporter(metrics: metrics, logger: logger)
         service = QuakedService(
             store: store, scheduler: scheduler, reloader: reloader, broadcaster: broadcaster, metrics: exporter,
-            backfills: backfills, catalogSync: catalogSync, logger: logger)
+            backfills: backfills, catalogSync: catalogSync, sources: sourceSyncs, logger: logger)
     }
 
     /// The long-running services, in the order a `ServiceGroup` starts them: the broadcaster, then

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import NIOConcurrencyHelpers
+import QuakeStore
 
 /// The sources' series (`source = ...`), by source name: runs by result, the reports the
 /// answers held and the events the readers skipped, and when the last successful run began.
@@ -66,6 +67,58 @@ public final class SourceMetrics: Sendable {
                 series.lastSuccess?.set(startedAt.timeIntervalSince1970)
             }
             all[name] = series
+        }
+    }
+}
+
+/// The association of reports into events, read from the store when scraped (its counts are kept
+/// in the store, across restarts): reports that joined an event another source had reported,
+/// and events created, merged and split. The series exist once the store follows sources.
+public final class AssociationMetrics: Sendable {
+    private struct Series {
+        var joined: CoreMetrics.Counter
+        var events: [String: CoreMetrics.Counter]
+        /// What the counters have been increased to.
+        var counted: [String: Int64] = [:]
+    }
+
+    private let metrics: QuakedMetrics
+    private let series = NIOLockedValueBox<Series?>(nil)
+
+    static let joinedFamily = QuakedMetrics.Family(
+        metricName: "association_joined_reports", unit: "total",
+        help: "Reports that joined an event another source had already reported.")
+    static let eventsFamily = QuakedMetrics.Family(
+        metricName: "association_events", unit: "total",
+        help: "Events created (new), merged into another (merged) and split into two or more (split) by the association.")
+
+    public init(_ metrics: QuakedMetrics) {
+        self.metrics = metrics
+    }
+
+    /// Brings the counters up to the store's counts (nil: the store does not follow sources yet).
+    public func update(_ counts: AssociationCounts?) {
+        guard let counts else { return }
+        series.withLockedValue { series in
+            var current =
+                series
+                ?? Series(
+                    joined: metrics.counter(Self.joinedFamily, []),
+                    events: Dictionary(
+                        uniqueKeysWithValues: ["new", "merged", "split"].map {
+                            ($0, metrics.counter(Self.eventsFamily, [("change", $0)]))
+                        }))
+            let values: [(String, Int64, CoreMetrics.Counter)] = [
+                ("joined", counts.joined, current.joined), ("new", counts.created, current.events["new"]!),
+                ("merged", counts.merged, current.events["merged"]!), ("split", counts.split, current.events["split"]!),
+            ]
+            for (key, value, counter) in values {
+                let counted = current.counted[key] ?? 0
+                if value > counted { counter.increment(by: value - counted) }
+                // A store restored from an older backup counts from its value on.
+                current.counted[key] = value
+            }
+            series = current
         }
     }
 }

@@ -140,9 +140,57 @@ final class SourceSync: Service, Sendable {
         }
     }
 
-    /// One run: asks, reads, imports; a failure is logged and recorded. Never throws.
+    /// The run in progress, and who waits for its outcome (``runOnce(_:)`` joins it).
+    private struct Running {
+        var active = false
+        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        var last: Outcome?
+    }
+
+    private let running = NIOLockedValueBox(Running())
+
+    /// One run now (`Refresh(source:)`, `quaked --once`, the loop): joins the run in progress, if
+    /// any, and returns its outcome, rather than starting a second.
     @discardableResult
     func runOnce(_ settings: Settings) async -> Outcome {
+        let joining = running.withLockedValue { running -> Bool in
+            if running.active { return true }
+            running.active = true
+            return false
+        }
+        if joining {
+            return await withCheckedContinuation { continuation in
+                let done = running.withLockedValue { running -> Outcome? in
+                    if running.active {
+                        running.waiters.append(continuation)
+                        return nil
+                    }
+                    return running.last ?? .failed(QuakedError(kind: .other, message: "the run in progress ended unseen"))
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+        }
+        let outcome = await performRun(settings)
+        let waiters = running.withLockedValue { running in
+            defer {
+                running.active = false
+                running.waiters = []
+                running.last = outcome
+            }
+            return running.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+        return outcome
+    }
+
+    /// Runs now, from outside the loop (``runOnce(_:)`` with the current settings); the loop keeps
+    /// its own timing.
+    func refresh() async -> Outcome {
+        await runOnce(currentSettings)
+    }
+
+    /// One run: asks, reads, imports; a failure is logged and recorded. Never throws.
+    private func performRun(_ settings: Settings) async -> Outcome {
         let startedAt = Date()
         state.withLockedValue { $0.lastAttempt = startedAt }
         let start = Int64((startedAt.timeIntervalSince1970 * 1000).rounded(.down))
@@ -257,6 +305,19 @@ final class SourceSync: Service, Sendable {
         return source.service.queryURL(parameters: parameters)
     }
 
+    /// A backfill window of the source (`quakectl backfill --source`): `query?format=...&orderby=time-asc
+    /// &starttime=...&endtime=...[&minmagnitude=...][&region...]&nodata=204`, the window's filters
+    /// (the job's, which default to the source's).
+    static func windowURL(_ source: SourceConfiguration, window: CatalogQuery) -> URL {
+        var parameters: [(String, String)] = [
+            ("format", source.format.parameter), ("orderby", "time-asc"),
+            ("starttime", CatalogQuery.fdsnTime(window.start)), ("endtime", CatalogQuery.fdsnTime(window.end - 1)),
+        ]
+        parameters += CatalogQuery.filterParameters(minMagnitude: window.minMagnitude, region: window.region)
+        parameters.append(("nodata", "204"))
+        return source.service.queryURL(parameters: parameters)
+    }
+
     // MARK: Fetching and reading
 
     /// An answer read whole: its items, and the events the reader skipped.
@@ -332,6 +393,15 @@ final class SourceSync: Service, Sendable {
                 message: "\(url.absoluteString): the answer is \(length) bytes, over max-feed-size (\(maxBytes) bytes)",
                 httpStatus: 200)
         }
+        return try await readBody(response, url: url, source: source, maxBytes: maxBytes, proxy: proxy)
+    }
+
+    /// Reads a 200 answer's body with the source's format's reader as it streams in. Throws
+    /// ``SourceError`` for a body the reader rejects whole, ``QuakedError`` for one over
+    /// `maxBytes` or a transport failure.
+    static func readBody(
+        _ response: FeedPuller.FeedResponse, url: URL, source: SourceConfiguration, maxBytes: Int, proxy: ProxyServer?
+    ) async throws -> Answer {
         let reading = Reading(makeReader(source), maxBytes: maxBytes)
         do {
             try await response.chunks { chunk in try reading.consume(chunk) }
@@ -461,6 +531,8 @@ final class SourceSyncs: Service, Sendable {
         let sourceMetrics = SourceMetrics(metrics)
         self.metrics = sourceMetrics
         sourceMetrics.configureSources(configuration.sources.map(\.name))
+        let associationMetrics = AssociationMetrics(metrics)
+        metrics.onScrape { [store] in associationMetrics.update(try store.associationCounts()) }
         let syncs = configuration.sources.map {
             SourceSync(
                 store: store, clients: clients, settings: .init(configuration, source: $0), logger: logger,
@@ -494,6 +566,11 @@ final class SourceSyncs: Service, Sendable {
             return changed
         }
         if changedSet { replanned.signal() }
+    }
+
+    /// The source named `name`, if configured.
+    func sync(named name: String) -> SourceSync? {
+        syncs.first { $0.name == name }
     }
 
     /// Runs every source once, one after another (`quaked --once`).
