@@ -1,0 +1,209 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A small HTTP/1.1 server for a ``CatalogRouter``: the listener `http-listen` opens.
+///
+/// HTTP is NIO's (`configureHTTPServerPipeline`: parsing, pipelining, keep-alive, 400 for what
+/// does not parse), gzip NIOHTTPCompression's (a 200 is compressed when the request's
+/// `Accept-Encoding` takes gzip or deflate; each piece of a streamed body is flushed compressed).
+/// As quaked's metrics listener: at most ``maxConnections`` connections are served at once
+/// (more are closed at once), and a connection that neither reads nor writes for
+/// ``idleTimeout`` is closed (an idle keep-alive connection, or a client that stopped reading a
+/// long answer). Bodies are streamed with back pressure: nothing is written ahead of what the
+/// socket takes.
+public final class CatalogHTTPServer: Sendable {
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    public static let maxConnections = 32
+    public static let idleTimeout = TimeAmount.seconds(30)
+
+    /// Why the server could not start listening.
+    public struct StartupError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A listening socket, opened before the daemon says it is ready; served by ``run()``.
+    public struct Socket: Sendable {
+        let channel: NIOAsyncChannel<Connection, Never>
+        /// What it listens on (`127.0.0.1:8080`; the port chosen when 0 was asked for).
+        public let localAddress: String
+        /// The port it listens on.
+        public let port: Int
+
+        init(_ channel: NIOAsyncChannel<Connection, Never>) {
+            self.channel = channel
+            let address = channel.channel.localAddress
+            self.port = address?.port ?? 0
+            if let ip = address?.ipAddress, let port = address?.port {
+                self.localAddress = ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+            } else {
+                self.localAddress = "?"
+            }
+        }
+    }
+
+    private let socket: Socket
+    private let router: CatalogRouter
+    private let logger: Logger
+    private let connections = NIOLockedValueBox(0)
+
+    public init(socket: Socket, router: CatalogRouter, logger: Logger) {
+        self.socket = socket
+        self.router = router
+        self.logger = logger
+    }
+
+    public var localAddress: String { socket.localAddress }
+    public var port: Int { socket.port }
+
+    /// Opens a listening socket on `host` (loopback unless told otherwise) and `port` (0: any free one).
+    public static func open(host: String = "127.0.0.1", port: Int) async throws -> Socket {
+        do {
+            let address = try SocketAddress(ipAddress: host, port: port)
+            return try await open(bootstrap: { bootstrap, initializer in
+                try await bootstrap.bind(to: address, childChannelInitializer: initializer)
+            })
+        } catch {
+            throw StartupError(description: "http-listen: cannot listen on \(host):\(port): \(reason(error))")
+        }
+    }
+
+    /// Serves a listening socket passed in by descriptor (systemd's socket activation).
+    public static func open(descriptor: CInt) async throws -> Socket {
+        do {
+            return try await open(bootstrap: { bootstrap, initializer in
+                try await bootstrap.bind(descriptor, childChannelInitializer: initializer)
+            })
+        } catch {
+            throw StartupError(description: "cannot serve HTTP on descriptor \(descriptor): \(reason(error))")
+        }
+    }
+
+    private static func open(
+        bootstrap bind: (
+            ServerBootstrap, @escaping @Sendable (any Channel) -> EventLoopFuture<Connection>
+        ) async throws -> NIOAsyncChannel<Connection, Never>
+    ) async throws -> Socket {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<Connection> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
+                try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                try channel.pipeline.syncOperations.addHandler(
+                    HTTPResponseCompressor(initialByteBufferCapacity: 4096) { head, _ in
+                        // Bodies worth compressing: the answers, not 304, 204 or errors.
+                        head.status == .ok ? .compressIfPossible : .doNotCompress
+                    })
+                return try Connection(wrappingChannelSynchronously: channel)
+            }
+        }
+        return Socket(try await bind(bootstrap, initializer))
+    }
+
+    /// Serves connections until cancelled (then closes the socket) or the socket fails.
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await self.socket.channel.executeThenClose { inbound in
+                try await withTaskCancellationHandler {
+                    for try await connection in inbound {
+                        guard self.admit() else {
+                            connection.channel.close(promise: nil)
+                            continue
+                        }
+                        group.addTask {
+                            defer { self.connections.withLockedValue { $0 -= 1 } }
+                            await self.serve(connection)
+                        }
+                    }
+                } onCancel: {
+                    self.socket.channel.channel.close(promise: nil)
+                }
+            }
+        }
+    }
+
+    private func admit() -> Bool {
+        connections.withLockedValue { count in
+            guard count < Self.maxConnections else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// Answers the requests of one connection, in order, until the client closes it (or asks for
+    /// no keep-alive), or an answer fails after its head.
+    private func serve(_ connection: Connection) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var request: HTTPRequestHead?
+                for try await part in inbound {
+                    switch part {
+                    case .head(let head):
+                        request = head
+                    case .body:
+                        continue  // a GET has none; anything else is answered without reading it
+                    case .end:
+                        guard let head = request else { continue }
+                        request = nil
+                        let writer = ConnectionWriter(outbound: outbound, request: head)
+                        try await router.respond(
+                            to: HTTPRequest(method: head.method, uri: head.uri, headers: head.headers), writer: writer)
+                        if !head.isKeepAlive { return }
+                    }
+                }
+            }
+        } catch {
+            logger.debug("HTTP connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        return "\(error)"
+    }
+}
+
+/// The response writer of one request on a connection.
+private struct ConnectionWriter: HTTPResponseWriter {
+    let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    let request: HTTPRequestHead
+
+    func writeHead(_ status: HTTPResponseStatus, _ headers: HTTPHeaders) async throws {
+        var headers = headers
+        if !request.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        try await outbound.write(.head(HTTPResponseHead(version: request.version, status: status, headers: headers)))
+    }
+
+    func writeBody(_ bytes: ByteBuffer) async throws {
+        if request.method == .HEAD { return }
+        try await outbound.write(.body(.byteBuffer(bytes)))
+    }
+
+    func end() async throws {
+        try await outbound.write(.end(nil))
+    }
+}
+
+/// Closes a connection that neither read nor wrote for the idle timeout (IdleStateHandler's event).
+private final class CloseWhenIdle: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+}

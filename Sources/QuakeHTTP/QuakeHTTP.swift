@@ -1,1 +1,0 @@
-// QuakeHTTP: the merged catalog served back over HTTP (USGS summary feeds, an FDSN event service).

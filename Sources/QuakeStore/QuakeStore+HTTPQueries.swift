@@ -1,0 +1,229 @@
+import Foundation
+import GRDB
+import QuakeFeed
+
+/// Which stored quakes an HTTP answer holds (QuakeHTTP's summary feeds and FDSN event service),
+/// in which order, and which slice of them.
+///
+/// Every condition that is set must hold: the ``filter`` (judged by ``QuakeFilter/matches(_:)``,
+/// the one rule every reader of the store follows), then the conditions the filter has no word
+/// for. ``offset`` matches are skipped, then at most ``limit`` are returned.
+public struct QuakeSelection: Sendable, Hashable {
+    public enum Order: String, Sendable, Hashable, CaseIterable {
+        /// Newest first (then by id).
+        case timeDescending
+        /// Oldest first (then by id).
+        case timeAscending
+        /// Largest first, then newest; quakes without a magnitude last.
+        case magnitudeDescending
+        /// Smallest first, then newest; quakes without a magnitude last.
+        case magnitudeAscending
+    }
+
+    public var filter: QuakeFilter
+    /// Event time at or before, in milliseconds since the Unix epoch.
+    public var until: Int64?
+    /// `updated` after (strictly), in milliseconds since the Unix epoch; a quake without `updated`
+    /// does not match.
+    public var updatedAfter: Int64?
+    /// The quake with this id, or whose `ids` list names it.
+    public var eventID: String?
+    /// Only quakes with a latitude and a longitude (an FDSN answer's events all have an origin).
+    public var requirePosition: Bool
+    /// At least this far (km, great circle) from the centre of the filter's circle: the FDSN
+    /// `minradius` (ignored without a circle).
+    public var minDistanceKm: Double?
+    public var order: Order
+    /// Matches skipped before the first one returned.
+    public var offset: Int
+    /// At most this many are returned (nil: all).
+    public var limit: Int?
+
+    public init(
+        filter: QuakeFilter = QuakeFilter(), until: Int64? = nil, updatedAfter: Int64? = nil, eventID: String? = nil,
+        requirePosition: Bool = false, minDistanceKm: Double? = nil, order: Order = .timeDescending, offset: Int = 0,
+        limit: Int? = nil
+    ) {
+        self.filter = filter
+        self.until = until
+        self.updatedAfter = updatedAfter
+        self.eventID = eventID
+        self.requirePosition = requirePosition
+        self.minDistanceKm = minDistanceKm
+        self.order = order
+        self.offset = offset
+        self.limit = limit
+    }
+
+    /// The SQL conditions (a superset of the matches when ``isExactInSQL`` is false) and their
+    /// arguments.
+    func conditions() -> (sql: String, arguments: [any DatabaseValueConvertible]) {
+        let narrowing = filter.narrowingSQL()
+        var sql = [narrowing.sql]
+        var arguments: [any DatabaseValueConvertible] = narrowing.arguments.map { $0 as any DatabaseValueConvertible }
+        if let minSignificance = filter.minSignificance {
+            sql.append("sig >= ?")
+            arguments.append(minSignificance)
+        }
+        if let until {
+            sql.append("time <= ?")
+            arguments.append(until)
+        }
+        if let updatedAfter {
+            sql.append("updated > ?")
+            arguments.append(updatedAfter)
+        }
+        if let eventID {
+            sql.append("(id = ? OR instr(ids, ?) > 0)")
+            arguments += [eventID, "," + eventID + ","]
+        }
+        if requirePosition {
+            sql.append("lat IS NOT NULL AND lon IS NOT NULL")
+        }
+        return (sql.joined(separator: " AND "), arguments)
+    }
+
+    /// Whether the SQL conditions alone decide (no region, type, agency... to judge in Swift).
+    var isExactInSQL: Bool {
+        var rest = filter
+        rest.minMagnitude = nil
+        rest.maxMagnitude = nil
+        rest.since = nil
+        rest.minSignificance = nil
+        return rest.isEmpty && minDistanceKm == nil
+    }
+
+    /// Whether a quake with these values is one of the matches (the SQL conditions aside).
+    public func matches(_ image: QuakeImage) -> Bool {
+        guard filter.matches(image) else { return false }
+        if let minDistanceKm, case .circle(let lat, let lon, _) = filter.region {
+            guard let qLat = image.lat, let qLon = image.lon, Geodesy.distanceKm(qLat, qLon, lat, lon) >= minDistanceKm
+            else { return false }
+        }
+        return true
+    }
+
+    var orderSQL: String {
+        switch order {
+        case .timeDescending: "ORDER BY time DESC, id"
+        case .timeAscending: "ORDER BY time ASC, id"
+        case .magnitudeDescending: "ORDER BY mag IS NULL, mag DESC, time DESC, id"
+        case .magnitudeAscending: "ORDER BY mag IS NULL, mag ASC, time DESC, id"
+        }
+    }
+}
+
+/// What a selection holds, as of one state of the store: the head token and how many quakes it
+/// returns (after its offset and limit).
+public struct QuakeSelectionCount: Sendable, Hashable {
+    public var storeID: String
+    public var token: HistoryToken
+    /// The quakes returned: the matches after ``QuakeSelection/offset``, at most its limit.
+    public var count: Int
+    /// Every match, before offset and limit.
+    public var matching: Int
+}
+
+extension QuakeStore {
+    /// How many quakes `selection` returns, and the head token, read in one transaction.
+    public func count(_ selection: QuakeSelection) async throws -> QuakeSelectionCount {
+        let storeID = storeID
+        return try await pool.read { db in
+            try Self.count(db, selection, storeID: storeID)
+        }
+    }
+
+    /// Streams the quakes of `selection`, in flat memory: one read transaction on a connection of
+    /// its own (a snapshot: imports go on meanwhile, and the answer is the store as of one token).
+    ///
+    /// `start` is called first with the count and token of that state (the one the batches
+    /// are), then `batch` with up to `batchSize` quakes at a time, in order, until the end or
+    /// until either returns false. Both run on the reading thread, which is not one of Swift's
+    /// cooperative threads: they may block there to hold the reading back until the quakes
+    /// are written (back pressure), and the store reads no further meanwhile.
+    public func stream(
+        _ selection: QuakeSelection, batchSize: Int = 256,
+        start: @escaping @Sendable (QuakeSelectionCount) throws -> Bool,
+        batch: @escaping @Sendable ([FeedFeature]) throws -> Bool
+    ) async throws {
+        let snapshot = try pool.makeSnapshot()
+        defer { try? snapshot.close() }
+        let storeID = storeID
+        let size = max(1, batchSize)
+        try await snapshot.read { db in
+            let counted = try Self.count(db, selection, storeID: storeID)
+            guard try start(counted), counted.count > 0 else { return }
+            let conditions = selection.conditions()
+            let exact = selection.isExactInSQL
+            let paging = exact ? "LIMIT \(selection.limit.map { max(0, $0) } ?? -1) OFFSET \(max(0, selection.offset))" : ""
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE \(conditions.sql) \(selection.orderSQL) \(paging)",
+                arguments: StatementArguments(conditions.arguments))
+            var skipped = exact ? selection.offset : 0
+            var sent = 0
+            var pending: [FeedFeature] = []
+            pending.reserveCapacity(size)
+            while sent + pending.count < counted.count, let row = try rows.next() {
+                let quake = QuakeColumns.feature(from: row)
+                if !exact {
+                    guard selection.matches(QuakeImage(quake)) else { continue }
+                    if skipped < selection.offset {
+                        skipped += 1
+                        continue
+                    }
+                }
+                pending.append(quake)
+                if pending.count == size {
+                    sent += pending.count
+                    guard try batch(pending) else { return }
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+            if !pending.isEmpty { _ = try batch(pending) }
+        }
+    }
+
+    static func count(_ db: Database, _ selection: QuakeSelection, storeID: String) throws -> QuakeSelectionCount {
+        let token = try head(db)
+        let conditions = selection.conditions()
+        let matching: Int
+        if selection.isExactInSQL {
+            matching =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM quakes WHERE \(conditions.sql)",
+                    arguments: StatementArguments(conditions.arguments)) ?? 0
+        } else {
+            // Only the values the filter judges, not whole rows.
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT mag, lat, lon, time, type, alert, tsunami, status, sig, sources FROM quakes WHERE \(conditions.sql)",
+                arguments: StatementArguments(conditions.arguments))
+            var n = 0
+            while let row = try rows.next() {
+                let image = QuakeImage(
+                    mag: row[0], lat: row[1], lon: row[2], time: row[3], type: row[4], alert: row[5], tsunami: row[6],
+                    status: row[7], sig: row[8], sources: row[9])
+                if selection.matches(image) { n += 1 }
+            }
+            matching = n
+        }
+        var count = max(0, matching - max(0, selection.offset))
+        if let limit = selection.limit { count = min(count, max(0, limit)) }
+        return QuakeSelectionCount(storeID: storeID, token: token, count: count, matching: matching)
+    }
+}
+
+extension QuakeStore {
+    /// Every agency the stored quakes name (entries of their `sources` and their `agency`), once
+    /// each, sorted.
+    public func agencies() async throws -> [String] {
+        try await pool.read { db in
+            var names: Set<String> = []
+            for sources in try String.fetchAll(db, sql: "SELECT DISTINCT sources FROM quakes WHERE sources IS NOT NULL") {
+                for agency in QuakeImage.agencies(sources) { names.insert(String(agency)) }
+            }
+            return names.sorted()
+        }
+    }
+}
