@@ -18,9 +18,7 @@ extension EndToEnd {
 
         /// A config with the sources, quick retries, and no feed.
         static func writeConfig(_ url: URL, sources: [String]) throws {
-            try ("feed = none\nretry-initial-delay = 50ms\nretry-max-delay = 300ms\n"
-                + sources.map { "source = \($0)\n" }.joined())
-                .write(to: url, atomically: true, encoding: .utf8)
+            try SourceDaemon.writeConfig(url, sources: sources)
         }
 
         @Test("a feed's quake has no reports, an unknown id is NoSuchQuake, and GetStatus has no sources")

@@ -14,26 +14,21 @@ import Logging
 extension EndToEnd {
     @Suite("fdsn sources")
     struct SourceSyncTests {
-        /// A USGS feature as FDSNTestService holds it, and writes as QuakeML or text.
+        /// A USGS feature as FDSNTestService holds it, and writes as QuakeML or text (``SourceDaemon``).
         static func feature(
             id: String, net: String, time: Int64, latitude: Double, longitude: Double, magnitude: Double,
             updated: Int64
         ) -> String {
-            """
-            {"type":"Feature","properties":{"mag":\(magnitude),"place":"near a test town","time":\(time),\
-            "updated":\(updated),"status":"reviewed","net":"\(net)","code":"\(id.dropFirst(2))","ids":",\(id),",\
-            "type":"earthquake","magType":"ml"},"geometry":{"type":"Point","coordinates":[\(longitude),\(latitude),10]},\
-            "id":"\(id)"}
-            """
+            SourceDaemon.feature(
+                id: id, net: net, time: time, latitude: latitude, longitude: longitude, magnitude: magnitude,
+                updated: updated)
         }
 
-        static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+        static func now() -> Int64 { SourceDaemon.now() }
 
         /// A config with the sources, quick retries, and no feed.
         static func writeConfig(_ url: URL, sources: [String]) throws {
-            try ("feed = none\nretry-initial-delay = 50ms\nretry-max-delay = 300ms\n"
-                + sources.map { "source = \($0)\n" }.joined())
-                .write(to: url, atomically: true, encoding: .utf8)
+            try SourceDaemon.writeConfig(url, sources: sources)
         }
 
         @Test(

@@ -97,8 +97,16 @@ public struct QuakedService: IOQuaked.Service {
             if parameters.feed != nil {
                 results = try await scheduler.refresh(feed: parameters.feed)
             } else {
-                // Every feed and every source, at once.
-                async let feeds = scheduler.refresh(feed: nil)
+                // Every feed and every source, at once (no feed is fine when a source is configured).
+                let scheduler = scheduler
+                let anySource = !sources.syncs.isEmpty
+                async let feeds: [(FeedStatus, PullResult)] = {
+                    do {
+                        return try await scheduler.refresh(feed: nil)
+                    } catch is UnknownFeed where anySource {
+                        return []
+                    }
+                }()
                 sourceResults = await refreshEverySource()
                 results = try await feeds
             }
