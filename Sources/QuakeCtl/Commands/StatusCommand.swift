@@ -41,15 +41,8 @@ public struct StatusCommand: AsyncParsableCommand {
         for source in sources {
             var line = "  \(style.bold(source.name))  \(Formatting.count(source.reports)) report"
             if source.reports != 1 { line += "s" }
-            if let attempt = source.lastAttempt {
-                line += " · last run \(when(attempt)): \(source.lastError == nil ? "imported" : "failed")"
-            } else {
-                line += " · not run yet"
-            }
-            if source.lastError != nil || source.lastAttempt == nil {
-                line += " · last success \(source.lastSuccess.map(when) ?? "never")"
-            }
-            line += " · position \(source.position.map(when) ?? "none yet")"
+            line += " · last success \(source.lastSuccess.map(when) ?? "never")"
+            if let position = source.position { line += " · position \(when(position))" }
             out += line + "\n"
             if let error = source.lastError {
                 let at = source.lastAttempt.map { " (\(when($0)))" } ?? ""
