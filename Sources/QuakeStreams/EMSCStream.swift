@@ -320,8 +320,9 @@ public final class EMSCStream: Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         // The reader: ends when the socket does, or on an overflow.
-                        let reason = await self.read(inbound, into: pending)
-                        ended.withLock { $0 = reason }
+                        if let reason = await self.read(inbound, into: pending) {
+                            ended.withLock { $0 = reason }
+                        }
                     }
                     group.addTask {
                         try await self.deliverLoop(
@@ -333,10 +334,10 @@ public final class EMSCStream: Sendable {
             if let reason = ended.withLock({ $0 }) {
                 return Outcome(upgraded: true, reason: reason)
             }
-            return Outcome(
-                upgraded: upgraded.withLock { $0 },
-                reason: close.map { "the server closed the websocket (\($0.closeCode)\($0.reason.map { ": \($0)" } ?? ""))" }
-                    ?? "the connection closed")
+            let reason =
+                close.map { "the server closed the websocket (\($0.closeCode)\($0.reason.map { ": \($0)" } ?? ""))" }
+                ?? "the connection closed without a close frame: dropped by the server or the network, or closed when no pong came within the ping interval"
+            return Outcome(upgraded: upgraded.withLock { $0 }, reason: reason)
         } catch {
             let reason: String
             if let giveUp = error as? GiveUp {
@@ -397,9 +398,10 @@ public final class EMSCStream: Sendable {
         }
     }
 
-    /// Reads messages until the socket ends; returns why it ended. Never throws: a broken
-    /// socket ends the reading, and what was read is still delivered.
-    private func read(_ inbound: WebSocketInboundStream, into pending: PendingItems) async -> String {
+    /// Reads messages until the socket ends; returns why, unless it simply ended (then WSClient
+    /// knows more: a close frame or none). Never throws: a broken socket ends the reading, and
+    /// what was read is still delivered.
+    private func read(_ inbound: WebSocketInboundStream, into pending: PendingItems) async -> String? {
         var message: Message?
         do {
             for try await frame in inbound {
@@ -426,7 +428,7 @@ public final class EMSCStream: Sendable {
                 }
             }
             pending.finish()
-            return "the server closed the connection"
+            return nil
         } catch {
             pending.finish()
             return "the connection failed: \(error)"
@@ -443,7 +445,7 @@ public final class EMSCStream: Sendable {
         if message.tooLarge {
             skip(
                 .tooLarge, "the message is over \(configuration.maxMessageBytes) bytes (\(message.size))",
-                bytes: message.bytes)
+                bytes: message.bytes, cut: true)
             return true
         }
         guard message.isText else {
@@ -472,8 +474,9 @@ public final class EMSCStream: Sendable {
         return pending.append(item, limit: configuration.maxPendingItems)
     }
 
-    private func skip(_ kind: BadMessage.Kind, _ reason: String, bytes: [UInt8]) {
-        let bad = BadMessage(kind: kind, reason: reason, excerpt: Self.excerpt(bytes))
+    /// Counts, logs and reports a bad message; `cut` says `bytes` is only its beginning.
+    private func skip(_ kind: BadMessage.Kind, _ reason: String, bytes: [UInt8], cut: Bool = false) {
+        let bad = BadMessage(kind: kind, reason: reason, excerpt: Self.excerpt(bytes, cut: cut))
         update { $0.counters.badMessages += 1 }
         logger.warning(
             "websocket message skipped",
@@ -483,11 +486,11 @@ public final class EMSCStream: Sendable {
         onEvent(.badMessage(bad))
     }
 
-    /// The first bytes of a message as one line of text.
-    static func excerpt(_ bytes: [UInt8], limit: Int = 160) -> String {
+    /// The first bytes of a message as one line of text, "…" after it when there is more.
+    static func excerpt(_ bytes: [UInt8], cut: Bool = false, limit: Int = 160) -> String {
         var text = String(decoding: bytes.prefix(limit), as: UTF8.self)
         text = String(text.map { $0.isNewline || $0 == "\t" ? " " : $0 })
-        return bytes.count > limit ? text + "…" : text
+        return cut || bytes.count > limit ? text + "…" : text
     }
 
     private func update(_ body: (inout Status) -> Void) {
