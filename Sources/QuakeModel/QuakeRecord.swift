@@ -25,6 +25,9 @@ public struct QuakeField: Sendable, Hashable {
         case property
         /// An element of `geometry.coordinates` (0 longitude, 1 latitude, 2 depth).
         case coordinate(Int)
+        /// Not in the feed: the store derives it (from the reports of association mode). The
+        /// feed decoder does not read it, and a feature decoded from the feed has it null.
+        case derived
     }
 
     /// What a number means, where it is more than a count.
@@ -46,18 +49,28 @@ public struct QuakeField: Sendable, Hashable {
     public let unit: Unit?
     /// One line on what it holds.
     public let doc: String
+    /// For a text field that holds JSON: the io.quaked type of that JSON (`[]Contributor`), its
+    /// type on the wire. The text is the value's canonical JSON, exactly what the generated type's
+    /// `write(to:)` writes (compact, members in the interface's order, nulls left out). Nil for a
+    /// plain value, whose wire type is its kind's (int, float, string).
+    public let jsonType: String?
 
     public init(
         _ name: String, _ kind: Kind, origin: Origin = .property, required: Bool = false, unit: Unit? = nil,
-        _ doc: String
+        json jsonType: String? = nil, _ doc: String
     ) {
+        precondition(jsonType == nil || kind == .text, "\(name): JSON is held in a text field")
         self.name = name
         self.kind = kind
         self.origin = origin
         self.isRequired = required
         self.unit = unit
+        self.jsonType = jsonType
         self.doc = doc
     }
+
+    /// Whether the value is JSON held as text (``jsonType``).
+    public var isJSON: Bool { jsonType != nil }
 
     /// The name in snake case, for SQL outside the store (`magType` is `mag_type`).
     public var snakeCaseName: String {
@@ -80,7 +93,8 @@ public struct QuakeField: Sendable, Hashable {
 /// type and every export.
 ///
 /// Adding a field is a line here, its line in io.quaked.varlink's `Quake` (a test compares the
-/// two) and a store migration that adds the column.
+/// two) and a store migration that adds the column. Fields the feed does not carry (`agency`,
+/// `contributors`) have origin ``QuakeField/Origin/derived``: the store sets them.
 public enum QuakeRecord {
     public static let fields: [QuakeField] = [
         QuakeField("id", .text, origin: .featureID, required: true, "the event's preferred id (net + code), the identity quaked dedupes on"),
@@ -113,6 +127,10 @@ public enum QuakeRecord {
         QuakeField("lon", .real, origin: .coordinate(0), unit: .degrees, "longitude of the epicentre"),
         QuakeField("lat", .real, origin: .coordinate(1), unit: .degrees, "latitude of the epicentre"),
         QuakeField("depth", .real, origin: .coordinate(2), unit: .kilometres, "depth of the hypocentre; negative above sea level"),
+        QuakeField("agency", .text, origin: .derived, "the agency whose solution the values are (the preferred contributor's); null without sources"),
+        QuakeField(
+            "contributors", .text, origin: .derived, json: "[]Contributor",
+            "every source's solution, the preferred first, then by source (canonical JSON); null without sources"),
     ]
 
     /// The names, in order.

@@ -35,7 +35,7 @@ extension FeedImport {
         select.bind(1, incoming.id)
         if try select.step() {
             defer { select.reset() }  // no statement stays mid-step across the commit
-            if others.isEmpty, select.int64(30).map({ UInt64(bitPattern: $0) }) == hash {
+            if others.isEmpty, select.int64(QuakeColumns.feedHashColumn).map({ UInt64(bitPattern: $0) }) == hash {
                 return countUnchangedByHash()
             }
             // Checked in place without decoding the row.

@@ -6,13 +6,18 @@ import QuakeModel
 ///
 /// A typed column value, not a JSON value: stored in history (and sent by FetchHistory as it is)
 /// in the interface's FieldValue form, an object with the one member that matches the column's
-/// type: `{"float": 4.5}`, `{"int": 1700000000000}`, `{"string": "reviewed"}`. Null is the
-/// absence of the value (FieldChange leaves out `old` or `new`).
+/// type: `{"float": 4.5}`, `{"int": 1700000000000}`, `{"string": "reviewed"}`, and for the field
+/// `contributors` (a text column holding JSON, QuakeField's `jsonType`) the typed array itself,
+/// `{"contributors": [{"source": "emsc", ...}]}`, never a JSON string. Null is the absence of the
+/// value (FieldChange leaves out `old` or `new`).
 public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
     case null
     case integer(Int64)
     case real(Double)
     case text(String)
+    /// The field `contributors`: its canonical JSON text (``Contributor/json(_:)``), as the column
+    /// keeps it.
+    case contributors(String)
 
     init(_ value: DatabaseValue) {
         switch value.storage {
@@ -24,21 +29,34 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The value of column `field` (a JSON field's text is its typed value).
+    init(_ value: DatabaseValue, field: String) {
+        if field == FieldValue.contributorsField, case .string(let s) = value.storage {
+            self = .contributors(s)
+        } else {
+            self.init(value)
+        }
+    }
+
+    /// The one field whose values are ``contributors(_:)``.
+    static let contributorsField = "contributors"
+
     /// The column value this is.
     var databaseValue: DatabaseValue {
         switch self {
         case .null: .null
         case .integer(let i): i.databaseValue
         case .real(let d): d.databaseValue
-        case .text(let s): s.databaseValue
+        case .text(let s), .contributors(let s): s.databaseValue
         }
     }
 
     private enum Member: String, CodingKey {
-        case int, float, string
+        case int, float, string, contributors
     }
 
-    /// The member a value of a field of `kind` is stored under (`"float"` for a real field).
+    /// The member a value of a field of `kind` is stored under (`"float"` for a real field; a
+    /// JSON field's values are not, see ``contributors(_:)``).
     static func member(of kind: QuakeField.Kind) -> String {
         switch kind {
         case .integer: Member.int.rawValue
@@ -55,6 +73,8 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
             self = .real(d)
         } else if let s = try c.decodeIfPresent(String.self, forKey: .string) {
             self = .text(s)
+        } else if let list = try c.decodeIfPresent([Contributor].self, forKey: .contributors) {
+            self = .contributors(Contributor.json(list))
         } else {
             self = .null
         }
@@ -67,6 +87,12 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
         case .integer(let i): try c.encode(i, forKey: .int)
         case .real(let d): try c.encode(d, forKey: .float)
         case .text(let s): try c.encode(s, forKey: .string)
+        case .contributors(let json):
+            guard let list = Contributor.decode(json: json) else {
+                throw EncodingError.invalidValue(
+                    json, .init(codingPath: encoder.codingPath, debugDescription: "contributors that are not their JSON"))
+            }
+            try c.encode(list, forKey: .contributors)
         }
     }
 
@@ -75,7 +101,7 @@ public enum FieldValue: Sendable, Hashable, Codable, CustomStringConvertible {
         case .null: "null"
         case .integer(let i): String(i)
         case .real(let d): String(d)
-        case .text(let s): s
+        case .text(let s), .contributors(let s): s
         }
     }
 }
@@ -166,6 +192,6 @@ extension FeedFeature {
     /// Every stored field of the quake, by column name in table order, valued as history records
     /// them (``FieldChange``): what a reader checks an update's old and new values against.
     public var storedFields: [(name: String, value: FieldValue)] {
-        zip(QuakeColumns.names, QuakeColumns.values(of: self)).map { ($0, FieldValue($1)) }
+        zip(QuakeColumns.names, QuakeColumns.values(of: self)).map { ($0, FieldValue($1, field: $0)) }
     }
 }

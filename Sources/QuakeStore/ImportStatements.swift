@@ -6,7 +6,7 @@ import QuakeFeed
 /// through them (see ``RawStatement`` for why they bypass GRDB's rows and arguments).
 struct ImportStatements {
     private let db: Database
-    /// A row by id: its columns, then `feedHash` (column 30).
+    /// A row by id: its columns, then `feedHash` (column ``QuakeColumns/feedHashColumn``).
     let select: RawStatement
     let insert: RawStatement
     let update: RawStatement
@@ -17,7 +17,7 @@ struct ImportStatements {
     init(_ db: Database, tables: ImportTables = .quakes) throws {
         self.db = db
         let quakes = tables.rows
-        // `feedHash` last: column 30, after the 30 columns `QuakeColumns.feature(from:)` reads.
+        // `feedHash` last: after the columns `QuakeColumns.feature(from:)` reads.
         select = try RawStatement(db, sql: "SELECT \(QuakeColumns.list), feedHash FROM \(quakes) WHERE id = ?")
         // OR IGNORE: a statement that cannot abort halfway needs no statement journal (a copy of
         // every page it touches). Only called when the id is not stored, so nothing is ignored
@@ -29,7 +29,7 @@ struct ImportStatements {
         )
         // Parameters in column order, `id` first, so one bind function serves insert and update.
         update = try RawStatement(
-            db, sql: "UPDATE \(quakes) SET \(QuakeColumns.assignments), feedHash = ?31 WHERE id = ?1")
+            db, sql: "UPDATE \(quakes) SET \(QuakeColumns.assignments), feedHash = ?\(QuakeColumns.feedHashParameter) WHERE id = ?1")
         delete = try RawStatement(db, sql: "DELETE FROM \(quakes) WHERE id = ?")
         setHash = try RawStatement(db, sql: "UPDATE \(quakes) SET feedHash = ? WHERE id = ?")
         selectHash = try RawStatement(db, sql: "SELECT feedHash, time FROM \(quakes) WHERE id = ?")

@@ -51,7 +51,8 @@ extension QuakeColumns {
     static func changes(from old: [DatabaseValue], to new: [DatabaseValue]) -> [FieldChange] {
         var changes: [FieldChange] = []
         for i in new.indices where new[i] != old[i] {
-            changes.append(FieldChange(field: names[i], old: FieldValue(old[i]), new: FieldValue(new[i])))
+            changes.append(
+                FieldChange(field: names[i], old: FieldValue(old[i], field: names[i]), new: FieldValue(new[i], field: names[i])))
         }
         return changes
     }
@@ -60,6 +61,8 @@ extension QuakeColumns {
 extension QuakeColumns {
     /// The parameter number of `feedHash` in ``bindAndStep(_:arena:hash:_:)``, after the columns.
     static let feedHashParameter = Int32(names.count + 1)
+    /// The column of `feedHash` in a row selected as `\(list), feedHash` (0-based).
+    static let feedHashColumn = Int32(names.count)
 
     /// Binds every column of `q` (parameters 1...n, table order) and `hash` as `feedHash`
     /// (parameter n + 1), and steps `s` once.

@@ -235,7 +235,8 @@ extension QuakeStore {
     }
 
     /// Part of ``checkIntegrity(limit:)``: every report is in a stored event, every event has
-    /// reports and its preferred report among them, no retraction tombstone is kept for a key
+    /// reports and its preferred report among them, each event's row has its reports as
+    /// `contributors` and the preferred one's `agency`, no retraction tombstone is kept for a key
     /// that has a report, and the USGS rows of association mode and the `usgs` reports match.
     static func checkSourceIntegrity(_ db: Database, into problems: inout IntegrityProblems) throws {
         for row in try Row.fetchAll(
@@ -278,6 +279,45 @@ extension QuakeStore {
         {
             problems.add("report \(row[0] as String):\(row[1] as String) has a retraction tombstone")
         }
+        // Each event's row carries its reports as contributors, the preferred first, and the
+        // preferred one's agency.
+        var members: [SourceReport] = []
+        var preferred: SourceReport?
+        var event: String?
+        var mismatched = 0
+        func checkEvent() throws {
+            guard let id = event, let preferred, mismatched < 20 else { return }
+            let (agency, contributors) = contributorFields(preferred: preferred, members: members)
+            guard let row = try Row.fetchOne(db, sql: "SELECT agency, contributors FROM quakes WHERE id = ?", arguments: [id])
+            else { return }
+            if row[1] as String? != contributors {
+                mismatched += 1
+                problems.add("event \(id)'s contributors are not its reports: \(row[1] as String? ?? "null")")
+            } else if row[0] as String? != agency {
+                mismatched += 1
+                problems.add("event \(id)'s agency \(row[0] as String? ?? "null") is not its preferred report's")
+            }
+        }
+        let reports = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT \(reportColumns), r.event, (r.source = e.preferredSource AND r.id = e.preferredId) AS preferred
+                FROM reports r JOIN sourceEvents e ON e.id = r.event
+                ORDER BY r.event, preferred DESC, r.source, r.id
+                """)
+        while let row = try reports.next() {
+            let id: String = row[15]
+            if id != event {
+                try checkEvent()
+                event = id
+                members = []
+                preferred = nil
+            }
+            let report = sourceReport(from: row)
+            if row[16] as Bool { preferred = report }
+            members.append(report)
+        }
+        try checkEvent()
         // The USGS feed's rows (association mode) and the `usgs` reports made of them.
         for id in try String.fetchAll(
             db,
@@ -351,13 +391,21 @@ extension QuakeStore {
             reports: reports, events: events, tombstones: tombstones, lastCreated: UInt64(max(0, lastCreated)))
     }
 
+    /// An event row's `agency` (the preferred report's) and `contributors` (every member, the
+    /// preferred first, then by source and id, as canonical JSON): what association mode adds to
+    /// every row it publishes, and what ``checkIntegrity(limit:)`` expects of each event's row.
+    static func contributorFields(preferred: SourceReport, members: [SourceReport]) -> (String?, String) {
+        (preferred.agency, Contributor.json(Contributor.of(preferred: preferred, members: members)))
+    }
+
     /// The quake row of an event: the preferred report's time, position, depth, magnitude, place
     /// and type (`earthquake` when it gives none); `status` `reviewed` when the preferred report
     /// is reviewed (or manual), else `automatic`; `updated` the newest among the members' (`now`
     /// when none gives one); `net` the preferred report's agency in lower case (its source's name
     /// without one) and `code` its id; `ids` every member's id and `sources` every member's agency
     /// (or source name), each sorted and unique, in the feed's `,a,b,` form; `title`
-    /// `M 4.2 - PLACE` when magnitude and place are known. The USGS-only fields stay nil.
+    /// `M 4.2 - PLACE` when magnitude and place are known. The USGS-only fields stay nil, and so
+    /// do `agency` and `contributors` (``contributorFields(preferred:members:)``, set last).
     ///
     /// A member's id that is another event's id (`isOtherEvent`) is left out of `ids`: the
     /// Associator can give an event's id to the part of it that no longer holds the report that
@@ -413,7 +461,7 @@ extension Database {
         var importer = try SourceImport(db: db, name: name, now: now)
         importer.usgsSupersededBy = usgsSupersededBy
         let nowMilliseconds = QuakeStore.milliseconds(now)
-        try QuakeStore.enterAssociationMode(db)
+        let bootstrapped = try QuakeStore.enterAssociationMode(db)
 
         // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
         let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
@@ -424,6 +472,11 @@ extension Database {
             let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
             associator = restored.associator
             try importer.publish(restored.changes, associator: associator, recorder: &recorder)
+        }
+        if bootstrapped {
+            // The USGS rows are events now: each gains its agency and contributors, an update
+            // clients follow like any other (once, on entering association mode).
+            try importer.republishAll(associator: associator, recorder: &recorder)
         }
 
         // The items, counted against the reports as they were before them.
@@ -615,6 +668,15 @@ struct SourceImport {
         }
     }
 
+    /// Writes every event's row (entering association mode: see ``QuakeStore/enterAssociationMode(_:)``).
+    mutating func republishAll(associator: Associator, recorder: inout HistoryRecorder) throws {
+        for event in associator.events {
+            try publish(
+                event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
+                recorder: &recorder)
+        }
+    }
+
     private mutating func publish(
         _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder
     ) throws {
@@ -627,6 +689,7 @@ struct SourceImport {
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
                 preferred: event.preferred.source == QuakeStore.usgsSource)
         }
+        (feature.agency, feature.contributors) = QuakeStore.contributorFields(preferred: event.preferred, members: members)
         try publish(feature, recorder: &recorder)
     }
 

@@ -29,17 +29,21 @@ extension QuakeStore {
     }
 
     /// Enters association mode, once: the USGS rows of a plain-mode store become `usgs` reports,
-    /// each its own event under its own id (``bootstrapUsgsReports(_:)``).
-    static func enterAssociationMode(_ db: Database) throws {
-        guard try !isAssociationMode(db) else { return }
+    /// each its own event under its own id (``bootstrapUsgsReports(_:)``). Returns whether it did
+    /// (the caller then publishes every event: the rows gain `agency` and `contributors`).
+    @discardableResult
+    static func enterAssociationMode(_ db: Database) throws -> Bool {
+        guard try !isAssociationMode(db) else { return false }
         try bootstrapUsgsReports(db)
         try db.execute(sql: "UPDATE associationState SET associated = 1")
+        return true
     }
 
     /// Copies the `quakes` rows (all the USGS feed's, in plain mode) into `usgsReports` and their
     /// alias index, and registers each as a `usgs` report that is its own event under the row's id.
-    /// No history: no row clients read changes. A row without a position (no report can be made
-    /// of it) is copied but has no report.
+    /// No history here: no row clients read changes yet; the caller then publishes the events,
+    /// whose rows gain `agency` and `contributors` as updates. A row without a position (no report
+    /// can be made of it) is copied but has no report, and keeps both null.
     static func bootstrapUsgsReports(_ db: Database) throws {
         try db.execute(
             sql: """

@@ -363,20 +363,17 @@ enum StoreSchema {
         }
         migrator.registerMigration("v12-usgs-reports") { db in
             // The USGS feed as the source `usgs` (association mode, QuakeStore+UsgsSource.swift):
-            // the feed's rows as FeedImport writes them, with exactly the columns of `quakes`
-            // (from QuakeRecord's declaration) and the feed hash, and their alias index. The
-            // published `quakes` rows are then the events, made by the associator.
-            let columns = QuakeRecord.fields.map { field -> String in
-                let type: String
-                switch field.kind {
-                case .text: type = "TEXT"
-                case .integer: type = "INTEGER"
-                case .real: type = "REAL"
-                }
-                if field.name == "id" { return "id TEXT PRIMARY KEY NOT NULL CHECK (id <> '')" }
-                if field.name == "status" { return "status TEXT CHECK (status = lower(status))" }
-                return "\(field.name) \(type)" + (field.isRequired ? " NOT NULL" : "")
-            }
+            // the feed's rows as FeedImport writes them, with exactly the columns of `quakes` and
+            // the feed hash, and their alias index. The published `quakes` rows are then the
+            // events, made by the associator. The columns are QuakeRecord's as this migration
+            // shipped (its SQL does not change with the declaration: v15 adds later fields).
+            let columns = [
+                "id TEXT PRIMARY KEY NOT NULL CHECK (id <> '')", "mag REAL", "place TEXT", "time INTEGER NOT NULL",
+                "updated INTEGER", "tz INTEGER", "url TEXT", "detail TEXT", "felt INTEGER", "cdi REAL", "mmi REAL",
+                "alert TEXT", "status TEXT CHECK (status = lower(status))", "tsunami INTEGER", "sig INTEGER", "net TEXT",
+                "code TEXT", "ids TEXT", "sources TEXT", "types TEXT", "nst INTEGER", "dmin REAL", "rms REAL", "gap REAL",
+                "magType TEXT", "type TEXT", "title TEXT", "lon REAL", "lat REAL", "depth REAL",
+            ]
             try db.execute(
                 sql: """
                     CREATE TABLE usgsReports (\(columns.joined(separator: ", ")), feedHash INTEGER);
@@ -437,6 +434,56 @@ enum StoreSchema {
                     ALTER TABLE associationState ADD COLUMN merged INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE associationState ADD COLUMN split INTEGER NOT NULL DEFAULT 0;
                     """)
+        }
+        migrator.registerMigration("v15-contributors") { db in
+            // `agency` (the preferred report's) and `contributors` (every report of the event as
+            // the canonical JSON of io.quaked's []Contributor), on `quakes` and, as usgsReports
+            // keeps exactly the columns of quakes, on `usgsReports` (where they stay NULL). Plain
+            // mode leaves them NULL.
+            try db.execute(
+                sql: """
+                    ALTER TABLE quakes ADD COLUMN agency TEXT;
+                    ALTER TABLE quakes ADD COLUMN contributors TEXT;
+                    ALTER TABLE usgsReports ADD COLUMN agency TEXT;
+                    ALTER TABLE usgsReports ADD COLUMN contributors TEXT;
+                    """)
+            // A store in association mode: each event's row gets its reports, without history
+            // (a client that follows history sees them from the event's next change, or a
+            // snapshot).
+            let update = try db.makeStatement(sql: "UPDATE quakes SET agency = ?, contributors = ? WHERE id = ?")
+            var event: String?
+            var preferred: SourceReport?
+            var members: [SourceReport] = []
+            func fill() throws {
+                guard let event, let preferred else { return }
+                let (agency, contributors) = QuakeStore.contributorFields(preferred: preferred, members: members)
+                try update.execute(arguments: [agency, contributors, event])
+            }
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT r.source, r.id, r.agency, r.time, r.latitude, r.longitude, r.depth, r.magnitude,
+                        r.magnitudeType, r.evaluationMode, r.evaluationStatus, r.updated, r.event,
+                        (r.source = e.preferredSource AND r.id = e.preferredId) AS preferred
+                    FROM reports r JOIN sourceEvents e ON e.id = r.event
+                    ORDER BY r.event, preferred DESC, r.source, r.id
+                    """)
+            while let row = try rows.next() {
+                let id: String = row[12]
+                if id != event {
+                    try fill()
+                    (event, preferred, members) = (id, nil, [])
+                }
+                let report = SourceReport(
+                    source: row[0], id: row[1], agency: row[2], time: row[3], latitude: row[4], longitude: row[5],
+                    depth: row[6], magnitude: row[7], magnitudeType: row[8],
+                    evaluationMode: (row[9] as String?).flatMap(SourceReport.EvaluationMode.init(rawValue:)),
+                    evaluationStatus: (row[10] as String?).flatMap(SourceReport.EvaluationStatus.init(rawValue:)),
+                    updated: row[11])
+                if row[13] as Bool { preferred = report }
+                members.append(report)
+            }
+            try fill()
         }
         return migrator
     }

@@ -622,6 +622,7 @@ enum SoakFeature {
             case .featureID: id = text
             case .property: properties.append("\"\(field.name)\":\(text)")
             case .coordinate(let i): coordinates[i] = text
+            case .derived: break  // not in the feed
             }
         }
         return Array(

@@ -245,28 +245,43 @@ func storePart() -> String {
 }
 
 func protocolPart() -> String {
-    var s = header + "import QuakeFeed\nimport QuakeModel\n\n"
+    var s = header + "import QuakeFeed\nimport QuakeModel\nimport Varlink\n\n"
+    /// The Swift type of a JSON field's value in io.quaked's generated Quake (`[]Contributor` is
+    /// `[IOQuaked.Contributor]`).
+    func jsonSwiftType(_ f: QuakeField) -> String {
+        let type = f.jsonType!
+        precondition(type.hasPrefix("[]"), "\(f.name): only arrays of structs are held as JSON")
+        return "[IOQuaked.\(type.dropFirst(2))]"
+    }
     func wire(_ f: QuakeField, _ value: String) -> String {
-        f.kind == .integer ? (f.isRequired ? "Int(\(value))" : "\(value).map(Int.init)") : value
+        if f.isJSON { return "Self.decodeJSON(\(value), as: \(jsonSwiftType(f)).self)" }
+        return f.kind == .integer ? (f.isRequired ? "Int(\(value))" : "\(value).map(Int.init)") : value
     }
     func feed(_ f: QuakeField, _ value: String) -> String {
-        f.kind == .integer ? (f.isRequired ? "Int64(\(value))" : "\(value).map(Int64.init)") : value
+        if f.isJSON { return "Self.encodeJSON(\(value))" }
+        return f.kind == .integer ? (f.isRequired ? "Int64(\(value))" : "\(value).map(Int64.init)") : value
     }
     s += "extension IOQuaked.Quake {\n"
-    s += "    /// The wire form of a stored quake.\n    public init(_ q: FeedFeature) {\n        self.init(\n"
+    s += "    /// The wire form of a stored quake (a JSON field's text decoded to its type; text that\n"
+    s += "    /// is not that type's JSON, which the store never writes, is null).\n"
+    s += "    public init(_ q: FeedFeature) {\n        self.init(\n"
     s += fields.map { "            \($0.name): \(wire($0, "q.\($0.identifier)"))" }.joined(separator: ",\n")
     s += ")\n    }\n\n"
-    s += "    /// The quake as the store keeps it.\n    public var feature: FeedFeature {\n"
+    s += "    /// The quake as the store keeps it (a JSON field as its canonical JSON text).\n    public var feature: FeedFeature {\n"
     let required = fields.filter(\.isRequired)
     s += "        var f = FeedFeature(\(required.map { "\($0.name): \(feed($0, $0.identifier))" }.joined(separator: ", ")))\n"
     for f in fields where !f.isRequired { s += "        f.\(f.identifier) = \(feed(f, f.identifier))\n" }
     s += "        return f\n    }\n\n"
-    s += "    /// Its values in the order of ``QuakeRecord/fields``.\n    public var values: [QuakeValue] {\n        [\n"
-    for f in fields { s += "            QuakeValue(\(f.identifier)),\n" }
+    s += "    /// Its values in the order of ``QuakeRecord/fields`` (a JSON field as its canonical JSON text).\n"
+    s += "    public var values: [QuakeValue] {\n        [\n"
+    for f in fields {
+        s += f.isJSON ? "            QuakeValue(Self.encodeJSON(\(f.identifier))),\n" : "            QuakeValue(\(f.identifier)),\n"
+    }
     s += "        ]\n    }\n\n"
     s += """
             /// A quake from values in the order of ``QuakeRecord/fields``, each of its field's kind
-            /// or null (a required field that is null is empty or 0).
+            /// or null (a required field that is null is empty or 0; a JSON field's text that is not
+            /// its type's JSON is null).
             public init(values: [QuakeValue]) {
                 precondition(values.count == \(fields.count), "a Quake has \(fields.count) fields")
                 self.init(
@@ -275,6 +290,7 @@ func protocolPart() -> String {
     let arguments = fields.enumerated().map { i, f -> String in
         let accessor =
             switch f.kind {
+            case .text where f.isJSON: "Self.decodeJSON(values[\(i)].text, as: \(jsonSwiftType(f)).self)"
             case .text: "values[\(i)].text"
             case .integer: "values[\(i)].integer.map(Int.init)"
             case .real: "values[\(i)].real"
@@ -282,7 +298,21 @@ func protocolPart() -> String {
         let fallback = f.isRequired ? (f.kind == .text ? " ?? \"\"" : " ?? 0") : ""
         return "            \(f.name): \(accessor)\(fallback)"
     }
-    s += arguments.joined(separator: ",\n") + ")\n    }\n}\n"
+    s += arguments.joined(separator: ",\n") + ")\n    }\n\n"
+    s += """
+            /// A JSON field's value from its text (nil for nil, or for text that is not its JSON).
+            static func decodeJSON<T: VarlinkValue>(_ text: String?, as: T.Type) -> T? {
+                guard let text else { return nil }
+                return try? T.decode(json: Array(text.utf8), unknownMembers: .skip)
+            }
+
+            /// A JSON field's canonical text: what the generated encoder writes.
+            static func encodeJSON(_ value: (some VarlinkValue)?) -> String? {
+                value.map { String(decoding: $0.jsonBytes, as: UTF8.self) }
+            }
+        }
+
+        """
     return s
 }
 

@@ -152,6 +152,7 @@ struct FetchHistoryEncodingTests {
             case .integer(let i): .init(int: Int(i))
             case .real(let d): .init(float: d)
             case .text(let s): .init(string: s)
+            case .contributors(let json): .init(contributors: try? [IOQuaked.Contributor].decode(json: Array(json.utf8)))
             }
         }
         return IOQuaked.Transaction(

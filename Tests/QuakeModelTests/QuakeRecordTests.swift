@@ -23,12 +23,17 @@ import VarlinkIDL
         let wire = try Self.quakeType()
         #expect(wire.map(\.name) == QuakeRecord.names)
         for (field, declared) in zip(wire, QuakeRecord.fields) {
-            let base: VarlinkInterface.FieldType =
+            var base: VarlinkInterface.FieldType =
                 switch declared.kind {
                 case .text: .string
                 case .integer: .int
                 case .real: .float
                 }
+            if let json = declared.jsonType {
+                // A text holding JSON: its wire type is the interface type it names (`[]Contributor`).
+                #expect(json.hasPrefix("[]"), "\(declared.name): \(json)")
+                base = .array(.named(String(json.dropFirst(2))))
+            }
             #expect(
                 field.type == (declared.isRequired ? base : .optional(base)),
                 "\(field.name): the interface says \(field.type), the declaration \(declared.kind)\(declared.isRequired ? "" : "?")")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import QuakeFeed
+import QuakeModel
 import QuakeTestSupport
 import Testing
 
@@ -165,7 +166,9 @@ struct HistoryTests {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
             let names = try await store.pool.read { db in try db.columns(in: "quakes").map(\.name) }
-            #expect(names == QuakeColumns.names + ["feedHash"])
+            // feedHash came with v3; agency and contributors, the last fields, with v15.
+            #expect(names == QuakeColumns.names.dropLast(2) + ["feedHash", "agency", "contributors"])
+            #expect(QuakeColumns.names.suffix(2) == ["agency", "contributors"])
             var q = FeedFeature(id: "xx1", time: 1_000)
             q.mag = 2.5099999999999998
             q.place = "‘Ohonua, Tonga"
@@ -195,6 +198,10 @@ struct HistoryTests {
             q.lon = -12.5
             q.lat = 13.5
             q.depth = -0.5
+            q.agency = "EMSC"
+            q.contributors = Contributor.json([
+                Contributor(source: "emsc", agency: "EMSC", id: "20231114_01", time: 1_000, lat: 13.5, lon: -12.5, preferred: true)
+            ])
             let values = QuakeColumns.values(of: q)
             #expect(Set(values.map(\.description)).count == values.count)  // all distinct: no field bound twice
             try await store.pool.write { db in

@@ -101,7 +101,7 @@ struct SourceImportTests {
             let history = try store.history(after: 0).transactions
             #expect(history.map { $0.changes.map(\.kind) } == [[.insert], [.update]])
             let fields = Set(history[1].changes[0].fields?.map(\.field) ?? [])
-            #expect(fields == ["ids", "sources"], "the preferred report stays INGV's")
+            #expect(fields == ["ids", "sources", "contributors"], "the preferred report stays INGV's")
 
             let reports = try store.reports(ofEvent: "ingv1")
             #expect(reports.map(\.id) == ["ingv1", "emsc1"])
@@ -452,6 +452,134 @@ struct SourceImportTests {
             #expect(tombstones == 0)
             let back = try await Self.importChecked("ingv", [old], into: store)
             #expect(back.created == 1)
+        }
+    }
+
+    /// EMSC's report of one quake, then INGV's (preferred: first in the source order).
+    static let emscFirst = report("emsc", "20231114_01", time: t0, lat: 42.05, mag: 4.4, updated: nowMs - 120_000)
+    static let ingvSecond = report("ingv", "ingv77", time: t0 + 2_000, lat: 42.0, mag: 4.2, updated: nowMs - 60_000)
+
+    @Test("EMSC then INGV: the row's agency and contributors, and the update's typed contributors change")
+    func agencyAndContributors() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            try await Self.importChecked("emsc", [Self.emscFirst], into: store)
+            let first = try #require(try store.quake(id: "20231114_01"))
+            #expect(first.agency == "EMSC")
+            let emsc = Contributor(
+                source: "emsc", agency: "EMSC", id: "20231114_01", time: Self.t0, lat: 42.05, lon: 13, depth: 10, mag: 4.4,
+                magType: "ML", updated: Self.nowMs - 120_000, preferred: true)
+            #expect(first.contributors == Contributor.json([emsc]))
+            #expect(
+                first.contributors
+                    == #"[{"source":"emsc","agency":"EMSC","id":"20231114_01","time":1799996400000,"lat":42.05,"lon":13,"depth":10,"mag":4.4,"magType":"ML","updated":1799999880000,"preferred":true}]"#,
+                "compact, in the interface's order, nulls left out")
+
+            let second = try await Self.importChecked("ingv", [Self.ingvSecond], into: store)
+            #expect(second.created == 0 && second.updated == 1)
+            // The event keeps the id clients have seen; INGV's solution is preferred now.
+            #expect(try store.allQuakes().map(\.id) == ["20231114_01"])
+            let row = try #require(try store.quake(id: "20231114_01"))
+            #expect(row.agency == "INGV" && row.net == "ingv" && row.mag == 4.2)
+            var unpreferred = emsc
+            unpreferred.preferred = false
+            let ingv = Contributor(
+                source: "ingv", agency: "INGV", id: "ingv77", time: Self.t0 + 2_000, lat: 42, lon: 13, depth: 10, mag: 4.2,
+                magType: "ML", updated: Self.nowMs - 60_000, preferred: true)
+            let contributors = try #require(row.contributors)
+            #expect(Contributor.decode(json: contributors) == [ingv, unpreferred])
+            #expect(contributors == Contributor.json([ingv, unpreferred]))
+
+            // The second agency joining is an update; its field changes carry the contributors
+            // typed (the FieldValue member `contributors`), before and after.
+            let transaction = try Self.lastTransaction(store)
+            #expect(transaction.changes.map(\.kind) == [.update])
+            let fields = try #require(transaction.changes.first?.fields)
+            #expect(fields.contains(FieldChange(field: "agency", old: .text("EMSC"), new: .text("INGV"))))
+            let change = try #require(fields.first { $0.field == "contributors" })
+            #expect(change.old == .contributors(Contributor.json([emsc])))
+            #expect(change.new == .contributors(contributors))
+            // Stored in history as the interface's FieldValue: an array, never a JSON string.
+            let stored = try await store.pool.read { db in
+                try String.fetchOne(
+                    db, sql: "SELECT fields FROM historyChanges WHERE token = ?", arguments: [transaction.token])
+            }
+            let json = try #require(stored)
+            let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+            let contributorsChange = try #require(parsed.first { $0["field"] as? String == "contributors" })
+            let new = try #require((contributorsChange["new"] as? [String: Any])?["contributors"] as? [[String: Any]])
+            #expect(new.map { $0["source"] as? String } == ["ingv", "emsc"])
+            #expect((contributorsChange["old"] as? [String: Any])?["string"] == nil)
+
+            // checkIntegrity compares each event's row with its reports.
+            try await store.pool.write { db in
+                try db.execute(
+                    sql: "UPDATE quakes SET contributors = ? WHERE id = '20231114_01'",
+                    arguments: [Contributor.json([emsc])])
+            }
+            let problems = try store.checkIntegrity().joined(separator: "\n")
+            #expect(problems.contains("event 20231114_01's contributors are not its reports"), "\(problems)")
+            try await store.pool.write { db in
+                try db.execute(
+                    sql: "UPDATE quakes SET contributors = ?, agency = 'EMSC' WHERE id = '20231114_01'",
+                    arguments: [contributors])
+            }
+            let agencyProblems = try store.checkIntegrity().joined(separator: "\n")
+            #expect(agencyProblems.contains("event 20231114_01's agency EMSC is not its preferred report's"), "\(agencyProblems)")
+        }
+    }
+
+    @Test("plain mode keeps agency and contributors NULL, even for a feed that carries them as properties")
+    func plainModeLeavesThemNull() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            // As `quakectl export --format geojson` writes them: the feed decoder skips both.
+            let exported = featureJSON(id: "us1000aaaa").replacingOccurrences(
+                of: #""felt":null"#,
+                with: #""felt":null,"agency":"US","contributors":[{"source":"usgs","id":"us1000aaaa","time":1,"lat":1,"lon":2,"preferred":true}]"#)
+            #expect(exported.contains("contributors"))
+            let report = try await importJSON(feedJSON([exported, featureJSON(id: "us1000bbbb")]), into: store)
+            #expect(report.inserted == 2)
+            #expect(try !store.isAssociationMode())
+            let set = try await store.pool.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM quakes WHERE agency IS NOT NULL OR contributors IS NOT NULL")
+            }
+            #expect(set == 0)
+            #expect(try store.allQuakes().count == 2)
+            #expect(try store.checkIntegrity().isEmpty)
+        }
+    }
+
+    @Test("v15 fills the agency and contributors of a store already in association mode, without history")
+    func migrationFillsAnAssociatedStore() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("quakes.sqlite").path
+            var expected: [FeedFeature] = []
+            var head: HistoryToken = 0
+            do {
+                let store = try QuakeStore(path: path)
+                try await Self.importChecked("emsc", [Self.emscFirst, Self.report("emsc", "far", lat: -30)], into: store)
+                try await Self.importChecked("ingv", [Self.ingvSecond], into: store)
+                expected = try store.allQuakes()
+                #expect(expected.count == 2 && expected.allSatisfy { $0.contributors != nil && $0.agency != nil })
+                head = try store.head()
+                // The store as quaked wrote it before v15: no such columns, the migration not run.
+                try await store.pool.write { db in
+                    try db.execute(
+                        sql: """
+                            ALTER TABLE quakes DROP COLUMN agency;
+                            ALTER TABLE quakes DROP COLUMN contributors;
+                            ALTER TABLE usgsReports DROP COLUMN agency;
+                            ALTER TABLE usgsReports DROP COLUMN contributors;
+                            DELETE FROM grdb_migrations WHERE identifier = 'v15-contributors';
+                            """)
+                }
+                try store.close()
+            }
+            let store = try QuakeStore(path: path)
+            #expect(try store.allQuakes() == expected)
+            #expect(try store.head() == head, "no history")
+            #expect(try store.checkIntegrity().isEmpty)
         }
     }
 }

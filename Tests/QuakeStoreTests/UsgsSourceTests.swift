@@ -92,6 +92,26 @@ struct UsgsSourceTests {
         featureJSON(id: "us1000cccc", time: t0 + 7_200_000, updated: 1_700_000_160_000, status: "deleted")
     ])
 
+    /// Rows without `agency` and `contributors`, which only association mode sets.
+    static func withoutContributors(_ rows: [FeedFeature]) -> [FeedFeature] {
+        rows.map { row in
+            var row = row
+            row.agency = nil
+            row.contributors = nil
+            return row
+        }
+    }
+
+    /// Each USGS row (`us...`) of a store whose only source for them is the USGS feed has its own
+    /// usgs report as its one contributor, and the feed's network (in capitals) as its agency.
+    static func expectOwnContributors(_ store: QuakeStore) throws {
+        for row in try store.allQuakes() where row.id.hasPrefix("us") {
+            let report = try #require(QuakeStore.usgsReport(from: row))
+            #expect(row.agency == row.net?.uppercased())
+            #expect(row.contributors == Contributor.json([Contributor(report, preferred: true)]), "\(row.id)")
+        }
+    }
+
     @Test("association mode with only the USGS feed: the rows and history kinds of plain mode")
     func onlyUsgsLikePlainMode() async throws {
         try await withTemporaryDirectory { dir in
@@ -105,17 +125,24 @@ struct UsgsSourceTests {
             for document in Self.documents {
                 let p = try await Self.importFeed(document, into: plain)
                 let a = try await Self.importFeed(document, into: associated)
-                #expect(try plain.allQuakes() == associated.allQuakes())
+                #expect(try plain.allQuakes() == Self.withoutContributors(associated.allQuakes()))
+                try Self.expectOwnContributors(associated)
                 #expect((p.inserted, p.updated, p.superseded, p.deleted) == (a.inserted, a.updated, a.superseded, a.deleted))
             }
             let p = try await Self.importCatalog(Self.deletion, into: plain)
             let a = try await Self.importCatalog(Self.deletion, into: associated)
             #expect(p.deleted == 1 && a.deleted == 1)
-            #expect(try plain.allQuakes() == associated.allQuakes())
+            #expect(try plain.allQuakes() == Self.withoutContributors(associated.allQuakes()))
+            // Plain mode: neither field, in any row.
+            #expect(try plain.allQuakes().allSatisfy { $0.agency == nil && $0.contributors == nil })
             #expect(try associated.allQuakes().map(\.id).sorted() == ["us1000aaaa", "us1000dddd"])
             #expect(try Self.changes(plain) == Self.changes(associated))
             #expect(try associated.reports(ofEvent: "us1000dddd").map(\.id) == ["us1000dddd"])
             #expect(try await Self.count(associated, "usgsReports") == 2)
+            let usgsWithContributors = try await associated.pool.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM usgsReports WHERE agency IS NOT NULL OR contributors IS NOT NULL")
+            }
+            #expect(usgsWithContributors == 0, "usgsReports keep the feed's rows: neither field")
             #expect(try await Self.count(plain, "usgsReports") == 0)
             #expect(try associated.checkIntegrity().isEmpty)
         }
@@ -164,7 +191,20 @@ struct UsgsSourceTests {
             var expected = before
             expected.sources = ",us,emsc,"
             expected.ids = ",us1000aaaa,20231114_0000001,"
+            // And, association mode, the agency (the USGS report's: the feed's net, in capitals)
+            // and every report as a contributor, usgs (preferred) first.
+            expected.agency = "US"
+            let contributors = try #require(rows.first?.contributors.flatMap { Contributor.decode(json: $0) })
+            #expect(contributors.map(\.source) == ["usgs", "emsc"])
+            #expect(contributors.map(\.preferred) == [true, false])
+            #expect(contributors.map(\.id) == ["us1000aaaa", "20231114_0000001"])
+            #expect(contributors[0].status == "reviewed" && contributors[1].status == nil)
+            #expect(contributors[1].lat == 35.34 && contributors[1].magType == "mb" && contributors[1].agency == "EMSC")
+            expected.contributors = rows.first?.contributors
             #expect(rows.first == expected)
+            // The USGS row as the feed gave it keeps neither.
+            let usgsRow = try await store.pool.read { db in try QuakeStore.usgsReportRow(db, id: "us1000aaaa") }
+            #expect(usgsRow?.agency == nil && usgsRow?.contributors == nil)
             let kinds = try Self.changes(store).map { $0.map { $0.split(separator: " ")[1] } }
             #expect(kinds == [["insert"], ["update"]])
         }
@@ -221,7 +261,7 @@ struct UsgsSourceTests {
         }
     }
 
-    @Test("bootstrap: a plain-mode store's rows become usgs reports with no history, all rows kept")
+    @Test("bootstrap: a plain-mode store's rows become usgs reports, all rows kept, each gaining its contributors in one update")
     func bootstrap() async throws {
         try await withTemporaryDirectory { dir in
             let store = try QuakeStore(directory: dir)
@@ -232,10 +272,17 @@ struct UsgsSourceTests {
             let before = try StoreSnapshot(store)
             // A far-away EMSC quake: a new event beside them.
             let report = try await Self.importSource([Self.emsc(lat: -10)], into: store)
-            #expect(report.created == 1 && report.updated == 0 && report.deleted == 0)
+            // Each USGS row gains its agency and contributors (clients follow, as for any change):
+            // 50 updates in the import's one transaction.
+            #expect(report.created == 1 && report.updated == 50 && report.deleted == 0)
             #expect(try store.checkIntegrity().isEmpty)
             #expect(try store.head() == before.head + 1)
-            #expect(try store.allQuakes().filter { $0.id.hasPrefix("us") } == before.quakes)
+            let rows = try store.allQuakes().filter { $0.id.hasPrefix("us") }
+            #expect(Self.withoutContributors(rows) == before.quakes)
+            try Self.expectOwnContributors(store)
+            let updates = try store.history(after: before.head).transactions.flatMap(\.changes).filter { $0.kind == .update }
+            #expect(updates.count == 50)
+            #expect(updates.allSatisfy { Set(($0.fields ?? []).map(\.field)) == ["agency", "contributors"] })
             #expect(try await Self.count(store, "usgsReports") == 50)
             #expect(try await Self.count(store, "usgsReportAliases") == 1)
             #expect(try await Self.count(store, "reports") == 51)
