@@ -33,6 +33,11 @@ import Prometheus
 /// | `quaked_backfill_jobs` | gauge | `state` (`queued`, `running`) | ``BackfillMetrics`` |
 /// | `quaked_catalog_runs_total` | counter | `result` (`success`, `failed`) | ``CatalogMetrics`` (the catalog sync) |
 /// | `quaked_catalog_last_success_timestamp_seconds` | gauge | | ``CatalogMetrics`` |
+/// | `quaked_source_runs_total` | counter | `source`, `result` (`success`, `failed`) | ``SourceMetrics`` (the sources' loops) |
+/// | `quaked_source_reports_total`, `quaked_source_skipped_events_total` | counter | `source` | ``SourceMetrics`` |
+/// | `quaked_source_last_success_timestamp_seconds` | gauge | `source` | ``SourceMetrics`` |
+/// | `quaked_association_joined_reports_total` | counter (the store's count, read when scraped) | | ``AssociationMetrics`` (the sources' loops) |
+/// | `quaked_association_events_total` | counter (the store's counts) | `change` (`new`, `merged`, `split`) | ``AssociationMetrics`` |
 /// | `quaked_history_head_token`, `quaked_history_oldest_token` | gauge | | ``StoreMetrics`` (store maintenance) |
 /// | `quaked_quakes`, `quaked_database_bytes`, `quaked_named_clients` | gauge | | ``StoreMetrics`` |
 /// | `quaked_client_lag_transactions`, `quaked_client_lag_seconds`, `quaked_client_last_seen_timestamp_seconds` | gauge | `client` | ``StoreMetrics`` |
