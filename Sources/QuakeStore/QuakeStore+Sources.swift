@@ -523,6 +523,12 @@ extension Database {
                 tombstone: associator.tombstone(key))
         }
         try importer.publish(changes, associator: associator, recorder: &recorder)
+        // A revised report that is not its event's preferred one leaves the event as the
+        // associator sees it (same members, same preferred report), but not its row: the
+        // contributors carry every member's solution.
+        try importer.republishEvents(
+            of: keys.filter { before[$0]?.report != associator.report($0) }, associator: associator,
+            recorder: &recorder)
         try importer.republishNamesakes(associator: associator, recorder: &recorder)
 
         // Retractions are remembered for the retention horizon.
@@ -661,6 +667,20 @@ struct SourceImport {
                     db, sql: "SELECT DISTINCT event FROM reports WHERE id = ? AND event <> ?", arguments: [id, id]))
         }
         for id in holders.subtracting(published).sorted() {
+            guard let event = associator.event(id: id) else { continue }
+            try publish(
+                event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
+                recorder: &recorder)
+        }
+    }
+
+    /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
+    /// changing their event as the associator compares them: see ``Event``).
+    mutating func republishEvents(of keys: [ReportKey], associator: Associator, recorder: inout HistoryRecorder)
+        throws
+    {
+        let ids = Set(keys.compactMap { associator.event(containing: $0)?.id }).subtracting(published)
+        for id in ids.sorted() {
             guard let event = associator.event(id: id) else { continue }
             try publish(
                 event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
