@@ -78,6 +78,29 @@ struct RevisionRuleTests {
         #expect(!moves.delivers(try update(#"{"field":"lat","old":{"float":10},"new":{"float":10.01}}"#), before: try Self.quake()))
     }
 
+    @Test("--on-change mag does not fire when only the contributors and the agency changed")
+    func contributorsAloneDoNotCount() throws {
+        let rules = try #require(try Self.rules(["--on-change", "mag"]))
+        func update(_ fields: String) throws -> IOQuaked.Change {
+            try IOQuaked.Change.decode(json: Array(#"{"kind":"update","quakeId":"q1","fields":[\#(fields)]}"#.utf8))
+        }
+        let emsc = #"{"source":"emsc","agency":"EMSC","id":"e1","time":1,"lat":10,"lon":20,"mag":4.5,"preferred":true}"#
+        let ingv = #"{"source":"ingv","agency":"INGV","id":"i1","time":2,"lat":10.1,"lon":20,"mag":4.9,"preferred":false}"#
+        // A second agency joins (its magnitude differs, but the event's stays): not delivered.
+        let joined = try update(
+            #"{"field":"contributors","old":{"contributors":[\#(emsc)]},"new":{"contributors":[\#(emsc),\#(ingv)]}},"#
+                + #"{"field":"sources","old":{"string":",emsc,"},"new":{"string":",emsc,ingv,"}}"#)
+        #expect(!rules.delivers(joined, before: try Self.quake(mag: 4.5)))
+        // The new agency preferred, and the magnitude with it: delivered.
+        let preferred = try update(
+            #"{"field":"agency","old":{"string":"EMSC"},"new":{"string":"INGV"}},"#
+                + #"{"field":"mag","old":{"float":4.5},"new":{"float":4.9}}"#)
+        #expect(rules.delivers(preferred, before: try Self.quake(mag: 4.5)))
+        // Other fields' rules are not moved by them either.
+        let all = try #require(try Self.rules(["--on-change", "mag,status,alert,tsunami,location"]))
+        #expect(!all.delivers(joined, before: try Self.quake()))
+    }
+
     @Test("only updates are judged; no flags, no rules")
     func otherKinds() throws {
         #expect(try Self.rules([]) == nil)

@@ -82,6 +82,97 @@ import Testing
         #expect(shown.reports == Self.reports)
     }
 
+    /// The reports above as the event carries them: `contributors`, the preferred first.
+    static let contributors = reports.map { r in
+        IOQuaked.Contributor(
+            source: r.source, agency: r.agency, id: r.id, time: r.time, lat: r.lat, lon: r.lon, depth: r.depth,
+            mag: r.mag, magType: r.magType, status: r.status, updated: r.updated, preferred: r.preferred)
+    }
+
+    /// An event three agencies reported, INGV's solution preferred.
+    static var event: IOQuaked.Quake {
+        var quake = IOQuaked.Quake(id: "20250305_0000090", mag: 4.4, time: 1_741_132_809_120)
+        quake.net = "ingv"
+        quake.sources = ",ingv,emsc,us,"
+        quake.lat = 42.5
+        quake.lon = 13.25
+        quake.agency = "INGV"
+        quake.contributors = contributors
+        return quake
+    }
+
+    @Test("show --json carries agency and contributors, typed, the preferred first; show lists them in a line")
+    func showContributors() throws {
+        for text in [ShowCommand.json(Self.event, reports: []), ShowCommand.json(Self.event, reports: Self.reports)] {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            #expect(object["agency"] as? String == "INGV")
+            let contributors = try #require(object["contributors"] as? [[String: Any]], "\(text)")
+            #expect(contributors.map { $0["source"] as? String } == ["ingv", "emsc", "usgs"])
+            #expect(contributors.map { $0["preferred"] as? Bool } == [true, false, false])
+            #expect(contributors[0]["time"] as? Int == 1_741_132_809_120 && contributors[0]["lat"] as? Double == 42.5)
+            #expect(contributors[1]["agency"] == nil, "absent values are left out")
+            #expect(try JSONDecoder().decode(IOQuaked.Quake.self, from: Data(text.utf8)).contributors == Self.contributors)
+        }
+        // list --json: the Query reply, the quakes in the same form.
+        let reply = JSONText.encode(IOQuaked.Query.Reply(quakes: [Self.event], total: 1, headToken: 7))
+        let decoded = try JSONDecoder().decode(IOQuaked.Query.Reply.self, from: Data(reply.utf8))
+        #expect(decoded.quakes.first?.contributors == Self.contributors && decoded.quakes.first?.agency == "INGV")
+
+        let text = ShowCommand.text(Self.event, Self.utc, now: Self.now)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("  agency ") && $0.hasSuffix("  INGV") }, "\(text)")
+        let line = try #require(lines.first { $0.hasPrefix("  contributors") }, "\(text)")
+        #expect(
+            line.hasSuffix("  INGV 20250305_0000090 (preferred), emsc 20250305_0000012, us us7000abcd"), "\(line)")
+        #expect(!text.contains("\"source\""), "no JSON in the text")
+        // A quake without sources shows neither (a dash, as for any null field).
+        var plain = Self.event
+        plain.agency = nil
+        plain.contributors = nil
+        let plainText = ShowCommand.text(plain, Self.utc, now: Self.now)
+        #expect(plainText.contains("  contributors  –"), "\(plainText)")
+    }
+
+    @Test("exports: ndjson and geojson carry contributors as an array; csv and kml an agency column, no contributors")
+    func exportsCarryContributors() throws {
+        var ndjson: [UInt8] = []
+        NDJSONExportWriter().quake(Self.event, index: 0, into: &ndjson)
+        let line = try #require(
+            try JSONSerialization.jsonObject(with: Data(ndjson.dropLast())) as? [String: Any])
+        #expect((line["contributors"] as? [[String: Any]])?.count == 3)
+        #expect(line["agency"] as? String == "INGV")
+        #expect(try IOQuaked.Quake.decode(json: ndjson.dropLast()) == Self.event, "the interface's Quake, strictly")
+
+        let geojson = GeoJSONExportWriter()
+        var out: [UInt8] = []
+        geojson.header(into: &out)
+        geojson.quake(Self.event, index: 0, into: &out)
+        geojson.footer(into: &out)
+        let collection = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
+        let feature = try #require((collection["features"] as? [[String: Any]])?.first)
+        let properties = try #require(feature["properties"] as? [String: Any])
+        #expect(properties["agency"] as? String == "INGV")
+        let contributors = try #require(properties["contributors"] as? [[String: Any]])
+        #expect(contributors.map { $0["id"] as? String } == Self.reports.map(\.id))
+        #expect(properties["lat"] == nil && properties["id"] == nil, "coordinates and id stay the feature's own")
+
+        let csv = CSVExportWriter()
+        var table: [UInt8] = []
+        csv.header(into: &table)
+        csv.quake(Self.event, index: 0, into: &table)
+        let rows = String(decoding: table, as: UTF8.self).components(separatedBy: "\r\n")
+        let header = rows[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        #expect(header.last == "agency" && !header.contains("contributors"))
+        #expect(header == QuakeFields.names.filter { $0 != "contributors" })
+        #expect(rows[1].hasSuffix(",INGV"), "\(rows[1])")
+
+        var kml: [UInt8] = []
+        KMLExportWriter(title: "t").quake(Self.event, index: 0, into: &kml)
+        let placemark = String(decoding: kml, as: UTF8.self)
+        #expect(placemark.contains(#"<Data name="agency"><value>INGV</value></Data>"#), "\(placemark)")
+        #expect(!placemark.contains("contributors"))
+    }
+
     static let sources = [
         IOQuaked.SourceStatus(
             name: "emsc", position: nil, lastAttempt: 1_741_132_740_000, lastSuccess: nil,

@@ -52,6 +52,51 @@ extension EndToEnd {
             }
         }
 
+        /// One call's first reply, as bytes (the reply's `parameters`), on a fresh connection.
+        static func rawReply(_ socket: String, _ call: String) async throws -> [UInt8] {
+            let frame = try await onBlockingThread { () throws -> [UInt8] in
+                let client = try UnixSocketClient(path: socket)
+                try client.send(call)
+                return try #require(try client.receiveBytes(timeout: .seconds(30)))
+            }
+            let reply = try VarlinkReply(parsing: frame.last == 0 ? Array(frame.dropLast()) : frame)
+            #expect(reply.error == nil, "\(String(decoding: frame, as: UTF8.self))")
+            return reply.parameters
+        }
+
+        /// Get, Snapshot and FetchHistory carry the event's `agency` and `contributors` as a typed
+        /// array (the generated types decode the replies strictly), and the update that the second
+        /// agency made has a `contributors` FieldChange whose values are FieldValue's
+        /// `contributors` member, never a JSON string.
+        static func expectContributors(_ expected: [IOQuaked.Contributor], of event: String, socket: String) async throws {
+            let preferred = try #require(expected.first)
+            let get = try IOQuaked.Get.Reply.decode(
+                json: try await rawReply(socket, #"{"method":"io.quaked.Get","parameters":{"id":"\#(event)"}}"#))
+            #expect(get.quake.contributors == expected)
+            #expect(get.quake.agency == preferred.agency)
+
+            let snapshotBytes = try await rawReply(socket, #"{"method":"io.quaked.Snapshot","parameters":{},"more":true}"#)
+            let snapshot = try IOQuaked.Snapshot.Reply.decode(json: snapshotBytes)
+            #expect(snapshot.quakes.map(\.contributors) == [expected])
+            let text = String(decoding: snapshotBytes, as: UTF8.self)
+            #expect(text.contains(#""contributors":[{"source":"\#(preferred.source)""#), "\(text)")
+
+            let historyBytes = try await rawReply(socket, #"{"method":"io.quaked.FetchHistory","parameters":{"after":0}}"#)
+            let history = try IOQuaked.FetchHistory.Reply.decode(json: historyBytes)
+            let changes = history.transactions.flatMap(\.changes)
+            #expect(changes.map(\.kind) == [.insert, .update], "\(changes)")
+            #expect(changes.last?.quake?.contributors == expected)
+            let change = try #require(changes.last?.fields?.first { $0.field == "contributors" })
+            #expect(change.new?.contributors == expected)
+            #expect(change.new?.string == nil && change.old?.string == nil)
+            #expect(change.old?.contributors?.count == 1)
+            #expect(change.old?.contributors?.first?.preferred == true)
+            // In the bytes (history's stored form, its own key order): the member is an array of objects.
+            let historyText = String(decoding: historyBytes, as: UTF8.self)
+            #expect(historyText.contains(#""new":{"contributors":[{""#), "\(historyText)")
+            #expect(historyText.contains(#""old":{"contributors":[{""#), "\(historyText)")
+        }
+
         @Test("two fdsn sources: GetReports gives both reports, the preferred first; GetStatus and quakectl show them")
         func twoSources() async throws {
             try await FeedTestServer.withServer { server in
@@ -109,6 +154,17 @@ extension EndToEnd {
                     #expect((object?["reports"] as? [Any])?.count == 2, "\(json.stdout)")
                     let text = try await ChildProcess.run(BuiltProducts.path("quakectl"), ["status"] + socket)
                     #expect(text.stdout.contains("\nsources\n  alpha  1 report · last success "), "\(text.stdout)")
+
+                    // The event's agency and contributors: GetReports' reports, in its order.
+                    let expected = reports.map { r in
+                        IOQuaked.Contributor(
+                            source: r.source, agency: r.agency, id: r.id, time: r.time, lat: r.lat, lon: r.lon,
+                            depth: r.depth, mag: r.mag, magType: r.magType,
+                            status: r.status ?? (r.mode == "automatic" ? "automatic" : nil), updated: r.updated,
+                            preferred: r.preferred)
+                    }
+                    #expect((object?["contributors"] as? [[String: Any]])?.map { $0["source"] as? String } == reports.map(\.source))
+                    try await Self.expectContributors(expected, of: event, socket: daemon.socketPath)
                     #expect(try await daemon.stop() == 0)
                 }
             }

@@ -99,6 +99,13 @@ public struct ShowCommand: AsyncParsableCommand {
         return text
     }
 
+    /// `INGV 20231114_0000001 (preferred), EMSC 20231114_0000002`: each contributor's agency (its
+    /// source without one) and id, the preferred first.
+    static func contributorsText(_ contributors: [IOQuaked.Contributor]) -> String {
+        contributors.map { "\($0.agency ?? $0.source) \($0.id)" + ($0.preferred ? " (preferred)" : "") }
+            .joined(separator: ", ")
+    }
+
     static func text(_ q: IOQuaked.Quake, _ style: OutputStyle, now: Date = Date()) -> String {
         var text = style.paint(Formatting.magnitude(q.mag), Formatting.magnitudeColor(q.mag))
         if let magType = q.magType { text += " " + magType }
@@ -119,6 +126,9 @@ public struct ShowCommand: AsyncParsableCommand {
                 shown = style.paint(d.description, Formatting.magnitudeColor(d))
             case .real(let d): shown = d.description
             case .text(let s) where name == "place": shown = Formatting.place(s, style.units)
+            case .text where field.isJSON:
+                // The contributors, one word each (the reports table below has their solutions).
+                shown = Self.contributorsText(q.contributors ?? [])
             case .text(let s): shown = s
             }
             text += "  " + style.dim(Formatting.fit(name, width)) + "  " + shown + "\n"

@@ -11,9 +11,10 @@ public enum ExportFormat: String, CaseIterable, Sendable, ExpressibleByArgument 
     /// RFC 4180: CRLF line ends, a header row, fields quoted when they hold a comma, quote or line
     /// break. Times in ISO 8601 UTC with milliseconds.
     case csv
-    /// A USGS-style FeatureCollection that quaked imports back unchanged.
+    /// A USGS-style FeatureCollection that quaked imports back unchanged (`agency` and the
+    /// `contributors` array are properties too).
     case geojson
-    /// One interface `Quake` object per line.
+    /// One interface `Quake` object per line (`contributors` an array of `Contributor` objects).
     case ndjson
     /// A map: coastlines, a circle per quake scaled by magnitude in `list`'s colours, a legend.
     case svg
@@ -39,18 +40,24 @@ public protocol ExportWriter {
     func footer(into out: inout [UInt8])
 }
 
+/// A column per field but the JSON ones (`contributors`, whose agencies `sources` and `agency`
+/// already give: a table cell holds no array of solutions).
 public struct CSVExportWriter: ExportWriter {
     public init() {}
 
+    /// The fields that are columns, by position in ``QuakeFields/names``.
+    static let columns = QuakeRecord.fields.indices.filter { !QuakeRecord.fields[$0].isJSON }
+
     public func header(into out: inout [UInt8]) {
-        out.append(contentsOf: Array(QuakeFields.names.joined(separator: ",").utf8))
+        out.append(contentsOf: Array(Self.columns.map { QuakeFields.names[$0] }.joined(separator: ",").utf8))
         out.append(contentsOf: [13, 10])
     }
 
     public func quake(_ q: IOQuaked.Quake, index: Int, into out: inout [UInt8]) {
-        for (i, value) in QuakeFields.values(q).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            switch value {
+        let values = QuakeFields.values(q)
+        for (column, i) in Self.columns.enumerated() {
+            if column > 0 { out.append(UInt8(ascii: ",")) }
+            switch values[i] {
             case .null: break
             case .integer(let n) where QuakeRecord.fields[i].isTime:
                 out.append(contentsOf: Array(QuakeTime.iso8601(n).utf8))
@@ -92,7 +99,7 @@ public struct NDJSONExportWriter: ExportWriter {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             JSONText.appendString(QuakeFields.names[i], to: &out)
             out.append(UInt8(ascii: ":"))
-            JSONText.appendValue(value, to: &out)
+            JSONText.appendValue(value, json: QuakeRecord.fields[i].isJSON, to: &out)
         }
         out.append(contentsOf: [UInt8(ascii: "}"), 10])
     }
@@ -119,13 +126,18 @@ public struct GeoJSONExportWriter: ExportWriter {
         var first = true
         for (i, value) in QuakeFields.values(q).enumerated() {
             let name = QuakeFields.names[i]
-            // The id and the coordinates are the feature's own, not properties.
-            guard QuakeRecord.fields[i].origin == .property else { continue }
+            // The id and the coordinates are the feature's own, not properties; the fields the
+            // store derives (agency, contributors: an array) are properties here, which quaked's
+            // feed decoder skips when the file is imported back.
+            switch QuakeRecord.fields[i].origin {
+            case .featureID, .coordinate: continue
+            case .property, .derived: break
+            }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             JSONText.appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-            JSONText.appendValue(value, to: &out)
+            JSONText.appendValue(value, json: QuakeRecord.fields[i].isJSON, to: &out)
         }
         out.append(contentsOf: Array(#"},"geometry":"#.utf8))
         if q.lon == nil && q.lat == nil && q.depth == nil {

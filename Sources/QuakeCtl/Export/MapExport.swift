@@ -233,6 +233,8 @@ public struct KMLExportWriter: ExportWriter {
         text += "<styleUrl>#mag\(MagnitudeClass(q.mag).rawValue)</styleUrl><ExtendedData>"
         for (i, value) in QuakeFields.values(q).enumerated() {
             let name = QuakeFields.names[i]
+            // As in CSV: `agency` is a field, the contributors' JSON is not (`sources` lists them).
+            if QuakeRecord.fields[i].isJSON { continue }
             let shown: String
             switch value {
             case .null: continue

@@ -32,11 +32,14 @@ public enum JSONText {
         swap(&writer.bytes, &out)
     }
 
-    public static func appendValue(_ value: QuakeValue, to out: inout [UInt8]) {
+    /// Appends a field's value; with `json`, a text value is the field's JSON (``QuakeField/jsonType``:
+    /// `contributors`, an array), written as it is rather than as a string.
+    public static func appendValue(_ value: QuakeValue, json: Bool = false, to out: inout [UInt8]) {
         switch value {
         case .null: out.append(contentsOf: Array("null".utf8))
         case .integer(let i): out.append(contentsOf: Array(String(i).utf8))
         case .real(let d): appendNumber(d, to: &out)
+        case .text(let s) where json: out.append(contentsOf: Array(s.utf8))
         case .text(let s): appendString(s, to: &out)
         }
     }
