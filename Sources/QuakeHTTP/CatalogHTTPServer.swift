@@ -23,6 +23,8 @@ public final class CatalogHTTPServer: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
     public static let maxConnections = 32
+    /// A header the writer marks an answer to HEAD with, which the compressor's predicate removes.
+    static let noCompressionMarker = "x-quaked-no-compression"
     public static let idleTimeout = TimeAmount.seconds(30)
 
     /// Why the server could not start listening.
@@ -102,8 +104,10 @@ public final class CatalogHTTPServer: Sendable {
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                 try channel.pipeline.syncOperations.addHandler(
                     HTTPResponseCompressor(initialByteBufferCapacity: 4096) { head, _ in
-                        // Bodies worth compressing: the answers, not 304, 204 or errors.
-                        head.status == .ok ? .compressIfPossible : .doNotCompress
+                        // Bodies worth compressing: the answers, not 304, 204, errors or HEAD's.
+                        let marked = head.headers.contains(name: Self.noCompressionMarker)
+                        head.headers.remove(name: Self.noCompressionMarker)
+                        return head.status == .ok && !marked ? .compressIfPossible : .doNotCompress
                     })
                 return try Connection(wrappingChannelSynchronously: channel)
             }
@@ -175,23 +179,60 @@ public final class CatalogHTTPServer: Sendable {
 }
 
 /// The response writer of one request on a connection.
-private struct ConnectionWriter: HTTPResponseWriter {
+///
+/// The head is held until the first piece of the body (or the end) and goes out with it, and a
+/// whole answer goes out in one flush: the compressor then sees what it needs to set the
+/// headers right (a whole answer's compressed length; chunked for a streamed one).
+private final class ConnectionWriter: HTTPResponseWriter, @unchecked Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     let request: HTTPRequestHead
+    /// Only touched by the one task answering the request, one call at a time.
+    private var pendingHead: HTTPResponseHead?
 
-    func writeHead(_ status: HTTPResponseStatus, _ headers: HTTPHeaders) async throws {
+    init(outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, request: HTTPRequestHead) {
+        self.outbound = outbound
+        self.request = request
+    }
+
+    private func head(_ status: HTTPResponseStatus, _ headers: HTTPHeaders) -> HTTPResponseHead {
         var headers = headers
         if !request.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        try await outbound.write(.head(HTTPResponseHead(version: request.version, status: status, headers: headers)))
+        // An answer to HEAD has no body, so nothing to compress (the compressor would write
+        // gzip's header and trailer as one).
+        if request.method == .HEAD { headers.add(name: CatalogHTTPServer.noCompressionMarker, value: "1") }
+        return HTTPResponseHead(version: request.version, status: status, headers: headers)
+    }
+
+    func writeHead(_ status: HTTPResponseStatus, _ headers: HTTPHeaders) async throws {
+        pendingHead = head(status, headers)
     }
 
     func writeBody(_ bytes: ByteBuffer) async throws {
         if request.method == .HEAD { return }
-        try await outbound.write(.body(.byteBuffer(bytes)))
+        if let head = pendingHead {
+            pendingHead = nil
+            try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(bytes))])
+        } else {
+            try await outbound.write(.body(.byteBuffer(bytes)))
+        }
     }
 
     func end() async throws {
-        try await outbound.write(.end(nil))
+        if let head = pendingHead {
+            pendingHead = nil
+            try await outbound.write(contentsOf: [.head(head), .end(nil)])
+        } else {
+            try await outbound.write(.end(nil))
+        }
+    }
+
+    func writeResponse(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, body: ByteBuffer) async throws {
+        let head = head(status, headers)
+        if request.method == .HEAD || body.readableBytes == 0 {
+            try await outbound.write(contentsOf: [.head(head), .end(nil)])
+        } else {
+            try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(body)), .end(nil)])
+        }
     }
 }
 

@@ -84,5 +84,10 @@ private struct TrackingWriter: HTTPResponseWriter {
     }
 
     func writeBody(_ bytes: ByteBuffer) async throws { try await base.writeBody(bytes) }
+
+    func writeResponse(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, body: ByteBuffer) async throws {
+        await state.mark()
+        try await base.writeResponse(status, headers, body: body)
+    }
     func end() async throws { try await base.end() }
 }

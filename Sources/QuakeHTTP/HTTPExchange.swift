@@ -80,9 +80,17 @@ public protocol HTTPResponseWriter: Sendable {
     func writeHead(_ status: HTTPResponseStatus, _ headers: HTTPHeaders) async throws
     func writeBody(_ bytes: ByteBuffer) async throws
     func end() async throws
+    /// A whole answer at once (head, body, end): a writer may send it in one piece.
+    func writeResponse(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, body: ByteBuffer) async throws
 }
 
 extension HTTPResponseWriter {
+    public func writeResponse(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, body: ByteBuffer) async throws {
+        try await writeHead(status, headers)
+        if body.readableBytes > 0 { try await writeBody(body) }
+        try await end()
+    }
+
     /// A whole answer with a small body (Content-Length set).
     public func respond(_ status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders(), body: String) async throws {
         var headers = headers
@@ -91,17 +99,14 @@ extension HTTPResponseWriter {
             headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         }
         headers.replaceOrAdd(name: "Content-Length", value: "\(bytes.readableBytes)")
-        try await writeHead(status, headers)
-        if bytes.readableBytes > 0 { try await writeBody(bytes) }
-        try await end()
+        try await writeResponse(status, headers, body: bytes)
     }
 
     /// An answer without a body (304, 204).
     public func respondEmpty(_ status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders()) async throws {
         var headers = headers
         if status != .notModified && status != .noContent { headers.replaceOrAdd(name: "Content-Length", value: "0") }
-        try await writeHead(status, headers)
-        try await end()
+        try await writeResponse(status, headers, body: ByteBuffer())
     }
 }
 

@@ -1,0 +1,61 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A plain TCP connection to 127.0.0.1, for a client that misbehaves (stops reading).
+final class RawHTTPConnection {
+    private var descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        // A small receive buffer, so the server meets back pressure early.
+        var size: Int32 = 4096
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard status == 0 else {
+            let error = errno
+            Glibc.close(descriptor)
+            throw POSIXError(.init(rawValue: error) ?? .EIO)
+        }
+    }
+
+    deinit { close() }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            sent += n
+        }
+    }
+
+    /// One read of at most `count` bytes (waits up to 10 s).
+    func receive(upTo count: Int) throws -> [UInt8] {
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: count)
+        let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, 0) }
+        guard n >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        return Array(buffer.prefix(n))
+    }
+
+    func close() {
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            descriptor = -1
+        }
+    }
+}
