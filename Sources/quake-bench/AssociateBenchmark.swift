@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import GRDBSQLite
 import QuakeAssociation
 import QuakeModel
 import QuakeModelCheck
+import QuakeStore
 
 /// `quake-bench associate`: the association engine's speed. Synthetic, seeded reports of one month
 /// of quakes from three agencies (each quake reported by every agency, seconds and tens of
@@ -14,7 +16,16 @@ import QuakeModelCheck
 /// it: the first published, `emsc0`...). Then the store's open: the three-agency state's snapshot
 /// (reports, events with members, tombstones) restored into a new associator, which must emit no
 /// changes and give the same snapshot.
-struct AssociateBenchmark: ParsableCommand {
+///
+/// Then the store (unless `--no-store`), each a process of its own (`associate-child`, through
+/// `measure-child`): the three agencies' reports imported through `QuakeStore.importSource` as
+/// three sources, each run giving what the agency published in one `--interval` (the daemon's
+/// default 60 s; a run without reports is not made), against a single-source import of as many
+/// events: the same reports as one source through `importSource` in runs of the same interval,
+/// and quaked's USGS GeoJSON store import (`import-once`) of the synthetic feed of as many
+/// features, one transaction. Checks the three agencies' store holds one quake per quake, each
+/// event with at most one report per source.
+struct AssociateBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "associate",
         abstract: "Association benchmark: three agencies against a single-source pass over the same reports.")
@@ -31,13 +42,27 @@ struct AssociateBenchmark: ParsableCommand {
     @Option(help: "Rounds: each runs the three agencies and the single source once; the best round of each counts.")
     var runs = 3
 
+    @Option(help: "Store path: seconds of publications one source run gives (a source's interval).")
+    var interval = 60.0
+
+    @Option(help: "Store path: rounds (default: --runs).")
+    var storeRuns: Int?
+
+    @Option(help: "Working directory for the GeoJSON feed and the stores (default: a temp directory).")
+    var work: String?
+
+    @Flag(help: "Skip the store path (the engine alone).")
+    var noStore = false
+
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
         guard reports >= 3 else { throw ValidationError("--reports must be at least 3") }
         guard days > 0 else { throw ValidationError("--days must be positive") }
+        guard interval > 0 else { throw ValidationError("--interval must be positive") }
+        guard (storeRuns ?? 1) >= 1 else { throw ValidationError("--store-runs must be at least 1") }
     }
 
-    func run() throws {
+    func run() async throws {
         let items = Self.synthetic(reports: reports, days: days, seed: seed)
         let single = items.map { item -> SourceItem in
             guard case .report(var report) = item else { return item }
@@ -89,6 +114,134 @@ struct AssociateBenchmark: ParsableCommand {
               ratio:          \(String(format: "%.2f", ratio))x (goal: at least 0.5x) \(ratio >= 0.5 ? "met" : "NOT met")
               restore:        \(Self.rate(items.count, best.restore)) (the 3 agencies' snapshot, \(quakes) events, no changes)
             """)
+        try engineInRuns()
+        if !noStore { try storePath(quakes: quakes) }
+    }
+
+    /// The engine fed the three agencies' source runs (`--interval`), one `apply` per run, twice: on
+    /// an associator no one else holds, and keeping the value before each run as the store's cache
+    /// does until its transaction commits (`AssociatorCache`), so that every run's first mutation
+    /// copies the associator's storage (copy-on-write) and the old copy is freed after it.
+    func engineInRuns() throws {
+        let runs = Self.runs(
+            Self.published(reports: reports, days: days, seed: seed), intervalMilliseconds: Int64(interval * 1000))
+        let configuration = AssociationConfiguration(sourceOrder: ["usgs", "emsc", "gfz"])
+        var seconds = (unique: Double.infinity, kept: Double.infinity)
+        for keep in [false, true] {
+            var associator = Associator(configuration: configuration)
+            var kept: Associator?
+            var changes = 0
+            let started = ContinuousClock.now
+            for run in runs {
+                if keep { kept = associator }
+                changes &+= associator.apply(run.items).count
+            }
+            let elapsed = (ContinuousClock.now - started).inSeconds
+            precondition(changes > 0 && (kept == nil) == !keep)
+            guard associator.eventCount == (reports + 2) / 3 else {
+                print("associate: the runs made \(associator.eventCount) events")
+                throw ExitCode(1)
+            }
+            if keep { seconds.kept = elapsed } else { seconds.unique = elapsed }
+        }
+        print(
+            """
+            engine in the \(runs.count) source runs of \(interval) s (one apply each):
+              held by no one else:           \(Self.rate(reports, seconds.unique))
+              the value before each run kept: \(Self.rate(reports, seconds.kept)) (as the store's AssociatorCache keeps it: every run copies the storage)
+            """)
+    }
+
+    /// The store path: three agencies through importSource against a single source through
+    /// importSource and against the GeoJSON store import, each a child process, `storeRuns` rounds.
+    func storePath(quakes: Int) throws {
+        let workDir = try SyntheticFeed.workDirectory(work)
+        let feed = try SyntheticFeed.make(features: reports, in: workDir).url
+        let base = workDir.appendingPathComponent("associate-\(getpid())")
+        try? FileManager.default.removeItem(at: base)
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let storeDir = base.appendingPathComponent("store")
+        let me = CommandLine.arguments[0].hasPrefix("/") ? CommandLine.arguments[0] : "/proc/self/exe"
+        let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
+        let common = ["--reports", "\(reports)", "--days", "\(days)", "--seed", "\(seed)", "--interval", "\(interval)"]
+
+        struct Measured {
+            var seconds: Double
+            var rssMiB: Double
+            var transactions: Int
+            var json: [String: Any]
+        }
+        func child(_ argv: [String], seconds key: String?) throws -> Measured {
+            try? FileManager.default.removeItem(at: storeDir)
+            defer { try? FileManager.default.removeItem(at: storeDir) }
+            let run = try MeasuredProcess.runIsolated(argv)
+            guard run.status == 0, let json = QuakeMLBenchmark.jsonObject(run.stdout) else {
+                print("associate: \(argv.dropFirst().joined(separator: " ")) failed (exit \(run.status))\n\(run.stdout)")
+                throw ExitCode(1)
+            }
+            let seconds = key.flatMap { (json[$0] as? NSNumber)?.doubleValue } ?? run.wall.inSeconds
+            return Measured(
+                seconds: seconds, rssMiB: Double(run.maxRSSBytes) / 1_048_576,
+                transactions: (json["transactions"] as? NSNumber)?.intValue ?? 1, json: json)
+        }
+        var agencies: [Measured] = []
+        var single: [Measured] = []
+        var geojson: [Measured] = []
+        let rounds = storeRuns ?? runs
+        print(
+            "store: \(reports) reports through QuakeStore.importSource, a source run every \(interval) s of publications; "
+                + "GeoJSON: \(feed.lastPathComponent) through import-once")
+        for round in 1...rounds {
+            let a = try child([selfPath, "associate-child", "agencies", storeDir.path] + common, seconds: "seconds")
+            guard let made = (a.json["quakes"] as? NSNumber)?.intValue, made == quakes,
+                (a.json["events"] as? NSNumber)?.intValue == quakes,
+                (a.json["reports"] as? NSNumber)?.intValue == reports,
+                (a.json["doubled"] as? NSNumber)?.intValue == 0
+            else {
+                print("associate: the three agencies' store is not one event per quake (\(quakes) quakes): \(a.json)")
+                throw ExitCode(1)
+            }
+            let s = try child([selfPath, "associate-child", "single", storeDir.path] + common, seconds: "seconds")
+            guard (s.json["quakes"] as? NSNumber)?.intValue == reports else {
+                print("associate: the single source's store does not hold one quake per report: \(s.json)")
+                throw ExitCode(1)
+            }
+            let g = try child([selfPath, "import-once", feed.path, storeDir.path], seconds: nil)
+            guard (g.json["inserted"] as? NSNumber)?.intValue ?? 0 > 0 else {
+                print("associate: the GeoJSON import inserted nothing: \(g.json)")
+                throw ExitCode(1)
+            }
+            agencies.append(a)
+            single.append(s)
+            geojson.append(g)
+            print(
+                "store round \(round) of \(rounds): 3 agencies \(Self.rate(reports, a.seconds)) in \(a.transactions) runs, "
+                    + "single source \(Self.rate(reports, s.seconds)) in \(s.transactions) runs, "
+                    + "GeoJSON store import \(Self.rate(reports, g.seconds))")
+        }
+        func line(_ name: String, _ measured: [Measured], _ what: String) -> Double {
+            let best = measured.map(\.seconds).min()!
+            let median = QuakeMLBenchmark.median(measured.map(\.seconds))
+            print(
+                "  \(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(Self.rate(reports, best)); median \(Self.rate(reports, median)); "
+                    + String(format: "peak RSS %.1f MiB; ", measured.map(\.rssMiB).max()!) + what)
+            return best
+        }
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+            .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        print("associate, the store (best of \(rounds); load average \(load)):")
+        let a = line(
+            "3 agencies, importSource", agencies, "\(agencies[0].transactions) runs, \(quakes) events")
+        let s = line(
+            "single source, importSource", single, "\(single[0].transactions) runs, \(reports) events")
+        let g = line("GeoJSON store import (import-once)", geojson, "1 transaction, whole process")
+        print(
+            String(
+                format:
+                    "  ratio:  %.2fx the single source through importSource; %.2fx the GeoJSON store import (goal: at least 0.5x) %@",
+                s / a, g / a, g / a >= 0.5 ? "met" : "NOT met"))
     }
 
     static func rate(_ count: Int, _ seconds: Double) -> String {
@@ -112,6 +265,39 @@ struct AssociateBenchmark: ParsableCommand {
     /// Quakes closer than the windows would be ambiguous, so a quake is placed again until it is
     /// at least a minute or 500 km from every other.
     static func synthetic(reports: Int, days: Double, seed: UInt64) -> [SourceItem] {
+        published(reports: reports, days: days, seed: seed).map { .report($0.report) }
+    }
+
+    /// The source runs that deliver `published`: each source's reports published in one interval
+    /// (`end` is the interval's end), in time order, then by source; no run without reports.
+    static func runs(_ published: [(at: Int64, report: SourceReport)], intervalMilliseconds: Int64) -> [(
+        end: Int64, source: String, items: [SourceItem]
+    )] {
+        var runs: [(end: Int64, source: String, items: [SourceItem])] = []
+        var pending: [String: [SourceItem]] = [:]
+        var window: Int64?
+        func flush() {
+            guard let window else { return }
+            for source in pending.keys.sorted() {
+                runs.append(((window + 1) * intervalMilliseconds, source, pending[source]!))
+            }
+            pending = [:]
+        }
+        for (at, report) in published {
+            let w = at / intervalMilliseconds
+            if w != window {
+                flush()
+                window = w
+            }
+            pending[report.source, default: []].append(.report(report))
+        }
+        flush()
+        return runs
+    }
+
+    /// ``synthetic(reports:days:seed:)``'s reports with the time each was published (ms), in
+    /// publication order.
+    static func published(reports: Int, days: Double, seed: UInt64) -> [(at: Int64, report: SourceReport)] {
         var random = SeededRandom(seed: seed)
         let quakes = (reports + 2) / 3
         let span = Int64(days * 86_400_000)
@@ -149,7 +335,110 @@ struct AssociateBenchmark: ParsableCommand {
             }
         }
         published.sort { ($0.at, $0.report.source) < ($1.at, $1.report.source) }
-        return published.map { .report($0.report) }
+        return published
+    }
+}
+
+/// The child side of `quake-bench associate`'s store path: the synthetic reports into a fresh store
+/// in DIR through `QuakeStore.importSource`, each source's run giving what it published in one
+/// `--interval`; runs are imported in time order (at the end of each interval, the sources in name
+/// order), a run without reports is not made. Prints one JSON line: `{"reports", "transactions",
+/// "seconds"` (the imports, from the store's open to its close, the generation left out)`,
+/// "quakes"` (quake rows)`, "events"` (distinct events of the reports)`, "doubled"` (events with
+/// two reports of one source)`}`.
+///
+/// - `agencies`: three sources, `emsc`, `gfz` and `ingv` (the engine benchmark's `usgs` renamed:
+///   the store's source `usgs` is the USGS feed's);
+/// - `single`: the same reports as one source `one`, each its own event.
+struct AssociateChild: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "associate-child", abstract: "The store path of the associate benchmark, in a process of its own.",
+        shouldDisplay: false)
+
+    enum Mode: String, ExpressibleByArgument {
+        case agencies, single
+    }
+
+    @Argument var mode: Mode
+    @Argument var directory: String
+    @Option var reports = 100_000
+    @Option var days = 30.0
+    @Option var seed: UInt64 = 42
+    @Option var interval = 60.0
+
+    func run() async throws {
+        let intervalMs = Int64(interval * 1000)
+        var published = AssociateBenchmark.published(reports: reports, days: days, seed: seed)
+        for i in published.indices {
+            var report = published[i].report
+            switch mode {
+            case .agencies where report.source == "usgs":
+                report.source = "ingv"
+                report.agency = "INGV"
+                report.id = report.id.replacingOccurrences(of: "usgs", with: "ingv")
+            case .agencies:
+                break
+            case .single:
+                report.id = "\(report.source)-\(report.id)"
+                report.source = "one"
+            }
+            published[i].report = report
+        }
+        let runs = AssociateBenchmark.runs(published, intervalMilliseconds: intervalMs)
+
+        let association = AssociationConfiguration(
+            sourceOrder: mode == .single ? ["one"] : ["ingv", "emsc", "gfz"])
+        let started = ContinuousClock.now
+        let url = URL(fileURLWithPath: directory)
+        let store = try QuakeStore(directory: url)
+        // Progress on stderr: the milliseconds a run took in each tenth of the runs, as the store grows.
+        var sliceStart = ContinuousClock.now
+        var sliceReports = 0
+        let slice = max(runs.count / 10, 1)
+        for (index, run) in runs.enumerated() {
+            let now = Date(timeIntervalSince1970: Double(run.end) / 1000)
+            _ = try await store.importSource(
+                run.source, items: run.items, position: run.end, query: nil, association: association, now: now)
+            sliceReports += run.items.count
+            if (index + 1) % slice == 0 || index + 1 == runs.count {
+                let elapsed = (ContinuousClock.now - sliceStart).inSeconds
+                let done = runs[...index].reduce(0) { $0 + $1.items.count }
+                FileHandle.standardError.write(
+                    Data(
+                        String(
+                            format: "associate-child %@: %d of %d runs, %d reports stored: %.2f ms a run, %.0f reports/s\n",
+                            mode.rawValue, index + 1, runs.count, done,
+                            elapsed * 1000 / Double((index % slice) + 1), Double(sliceReports) / elapsed
+                        ).utf8))
+                sliceStart = ContinuousClock.now
+                sliceReports = 0
+            }
+        }
+        let quakes = try store.count()
+        try store.close()
+        let seconds = (ContinuousClock.now - started).inSeconds
+
+        // The grouping, read from the file.
+        var db: OpaquePointer?
+        defer { sqlite3_close_v2(db) }
+        guard
+            sqlite3_open_v2(url.appendingPathComponent(QuakeStore.fileName).path, &db, SQLITE_OPEN_READONLY, nil)
+                == SQLITE_OK
+        else { throw ValidationError("cannot open the store's file") }
+        func count(_ sql: String) throws -> Int {
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW
+            else { throw ValidationError("SQLite: \(String(cString: sqlite3_errmsg(db)))") }
+            return Int(sqlite3_column_int64(statement, 0))
+        }
+        let stored = try count("SELECT count(*) FROM reports")
+        let events = try count("SELECT count(DISTINCT event) FROM reports")
+        let doubled = try count(
+            "SELECT count(*) FROM (SELECT event FROM reports GROUP BY event HAVING count(*) > count(DISTINCT source))")
+        print(
+            "{\"reports\":\(stored),\"transactions\":\(runs.count),\"seconds\":\(seconds),\"quakes\":\(quakes),"
+                + "\"events\":\(events),\"doubled\":\(doubled)}")
     }
 }
 

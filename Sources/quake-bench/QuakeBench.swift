@@ -11,7 +11,7 @@ struct QuakeBench: AsyncParsableCommand {
         abstract: "Measure quaked's import against a plain Python peer, in one run.",
         subcommands: [
             ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, BackfillBenchmark.self,
-            SyncBenchmark.self, SoakBenchmark.self, AssociateBenchmark.self, QuakeMLBenchmark.self, QuakeMLChild.self,
+            SyncBenchmark.self, SoakBenchmark.self, AssociateBenchmark.self, AssociateChild.self, QuakeMLBenchmark.self, QuakeMLChild.self,
             MeasureChild.self, ModelRun.self,
         ],
         defaultSubcommand: ImportBenchmark.self)

@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import GRDBSQLite
 import QuakeFeed
+import QuakeAssociation
 import QuakeModel
 import QuakeSources
+import QuakeStore
 
 /// The child side of `quake-bench quakeml`: one reader over one file in a fresh process, so that
 /// its peak RSS is its own. Prints one JSON line: `{"events", "retractions", "skipped", "seconds"}`.
@@ -11,10 +13,14 @@ import QuakeSources
 /// - `quakeml-store FILE DB`: QuakeMLReader in 64 KiB chunks, each report inserted into a plain
 ///   table (the peer's: id, time, lat, lon, depth, mag) through the SQLite C API, one transaction;
 /// - `quakeml-parse FILE`: the same reader, the items only counted;
+/// - `quakeml-import FILE DIR`: the same reader into a fresh quaked store in DIR through
+///   `QuakeStore.importSource`, as one source (`fdsn`) whose runs give `--batch` items each (one
+///   transaction per run, with association and history, as `SourceSync` imports an answer); prints
+///   also `transactions` and `quakes` (the store's quake rows at the end);
 /// - `geojson-store FEED DB`, `geojson-parse FEED`: the same with QuakeFeed's FeedParser (every
 ///   feature decoded into a `FeedFeature`, its texts copied out as strings, as the reader's
 ///   `SourceReport` has them).
-struct QuakeMLChild: ParsableCommand {
+struct QuakeMLChild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quakeml-child", abstract: "One reader of the quakeml benchmark, in a process of its own.",
         shouldDisplay: false)
@@ -24,16 +30,26 @@ struct QuakeMLChild: ParsableCommand {
         case quakemlParse = "quakeml-parse"
         case geojsonStore = "geojson-store"
         case geojsonParse = "geojson-parse"
+        case quakemlImport = "quakeml-import"
     }
 
     @Argument var mode: Mode
     @Argument var file: String
     @Argument var database: String?
 
-    func run() throws {
+    @Option(help: "quakeml-import: the items of one source run (one importSource transaction).")
+    var batch = QuakeMLBenchmark.defaultBatch
+
+    func run() async throws {
+        if mode == .quakemlImport {
+            try await importIntoStore()
+            return
+        }
         let started = ContinuousClock.now
         let table: PlainTable?
         switch mode {
+        case .quakemlImport:
+            return
         case .quakemlStore, .geojsonStore:
             guard let database else { throw ValidationError("\(mode.rawValue) needs a database path") }
             table = try PlainTable(path: database)
@@ -46,7 +62,7 @@ struct QuakeMLChild: ParsableCommand {
         var retractions = 0
         var skipped = 0
         switch mode {
-        case .quakemlStore, .quakemlParse:
+        case .quakemlStore, .quakemlParse, .quakemlImport:
             let reader = QuakeMLReader(source: "bench")
             let body: (SourceItem) throws -> Void = { item in
                 switch item {
@@ -87,6 +103,60 @@ struct QuakeMLChild: ParsableCommand {
         let seconds = (ContinuousClock.now - started).inSeconds
         print(
             "{\"events\":\(events),\"retractions\":\(retractions),\"skipped\":\(skipped),\"seconds\":\(seconds)}")
+    }
+
+    /// `quakeml-import`: the file through QuakeMLReader (64 KiB chunks) into a fresh store, one
+    /// `importSource` of source `fdsn` per `batch` items (the last run takes the rest). `events`
+    /// is the quake rows the runs inserted less those they deleted; `quakes` the rows at the end.
+    func importIntoStore() async throws {
+        guard let database else { throw ValidationError("quakeml-import needs a store directory") }
+        guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
+        let started = ContinuousClock.now
+        let store = try QuakeStore(directory: URL(fileURLWithPath: database))
+        let name = "fdsn"
+        let association = AssociationConfiguration(sourceOrder: [name])
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        defer { try? input.close() }
+        let reader = QuakeMLReader(source: name)
+        var pending: [SourceItem] = []
+        pending.reserveCapacity(min(batch, 1 << 20))
+        var totals = SourceImportReport()
+        var transactions = 0
+        var retractions = 0
+        func runs(all: Bool) async throws {
+            while pending.count >= batch || (all && !pending.isEmpty) {
+                let take = min(batch, pending.count)
+                let items = Array(pending[..<take])
+                pending.removeFirst(take)
+                let report = try await store.importSource(
+                    name, items: items, position: nil, query: nil, association: association)
+                transactions += 1
+                totals.items += report.items
+                totals.applied += report.applied
+                totals.ignored += report.ignored
+                totals.created += report.created
+                totals.updated += report.updated
+                totals.deleted += report.deleted
+            }
+        }
+        let body: (SourceItem) throws -> Void = { item in
+            if case .retraction = item { retractions += 1 }
+            pending.append(item)
+        }
+        while let chunk = try input.read(upToCount: QuakeMLBenchmark.chunkBytes), !chunk.isEmpty {
+            try reader.consume([UInt8](chunk), body)
+            try await runs(all: false)
+        }
+        try reader.finish(body)
+        try await runs(all: true)
+        let quakes = try store.count()
+        try store.close()
+        let seconds = (ContinuousClock.now - started).inSeconds
+        print(
+            "{\"events\":\(totals.created - totals.deleted),\"quakes\":\(quakes),\"items\":\(totals.items),"
+                + "\"applied\":\(totals.applied),\"ignored\":\(totals.ignored),\"updated\":\(totals.updated),"
+                + "\"retractions\":\(retractions),\"skipped\":\(reader.skippedCount),"
+                + "\"transactions\":\(transactions),\"seconds\":\(seconds)}")
     }
 }
 
