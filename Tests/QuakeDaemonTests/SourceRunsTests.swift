@@ -198,6 +198,59 @@ extension EndToEnd {
         }
 
         @Test(
+            "backfill --source in QuakeML: a 413 halves the window, an answer cut short is retried, every event imported once; quakectl follows the job to done"
+        )
+        func backfillSourceFaults() async throws {
+            try await FeedTestServer.withServer { server in
+                let alpha = FDSNTestService(on: server, basePath: "/alpha/fdsnws/event/1/")
+                alpha.countAvailable = false
+                let base = (SourceDaemon.now() - 10 * 86_400_000) / 3_600_000 * 3_600_000
+                for i in 0..<10 {
+                    try alpha.add(
+                        feature: SourceDaemon.feature(
+                            id: "aa\(2000 + i)", net: "aa", time: base + Int64(i) * 3_600_000,
+                            latitude: Double(-40 + 8 * i), longitude: Double(-150 + 30 * i), magnitude: 3.5,
+                            updated: base + 86_400_000))
+                }
+                try await withTemporaryDirectory { dir in
+                    let config = dir.appendingPathComponent("quaked.conf")
+                    try SourceDaemon.writeConfig(
+                        config, sources: ["alpha fdsn \(alpha.baseURL) format=xml interval=1h"],
+                        extra: ["backfill-pause = 5ms", "backfill-attempts = 3"])
+                    let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+                    try await waitUntil(timeout: .seconds(30)) {
+                        try daemon.withStore { try $0.sourceStates().first?.lastSuccess != nil }
+                    }
+                    alpha.clearLog()
+                    alpha.enqueueFaults([
+                        .response(TestResponse.status(413, body: "Request Entity Too Large")), .malformedXML(),
+                    ])
+                    let result = try await ChildProcess.run(
+                        Self.quakectl,
+                        [
+                            "backfill", "--socket", daemon.socketPath, "--source", "alpha", "--start", "\(base)",
+                            "--end", "\(base + 86_400_000)",
+                        ])
+                    #expect(result.status == 0, "\(result.stderr)")
+                    #expect(result.stdout.split(separator: "\n").last?.hasPrefix("backfill 1 (source alpha) done · ") == true, "\(result.stdout)")
+                    let windows = Self.queries(alpha).filter { $0.request.uri.contains("starttime=") }
+                    #expect(windows.first?.status == 413, "\(windows.map(\.status))")
+                    // The window after the 413 is half as long; the answer cut short is asked again.
+                    let second = try #require(windows.dropFirst().first?.query)
+                    #expect(second.startTime == base && second.endTime == base + 43_200_000 - 1)
+                    #expect(windows.dropFirst().first?.fault != nil && windows.dropFirst(2).first?.query?.startTime == base)
+                    #expect(windows.allSatisfy { $0.request.uri.contains("format=xml") })
+                    let quakes = try daemon.withStore { try $0.allQuakes() }
+                    #expect(Set(quakes.map(\.id)) == Set((0..<10).map { "aa\(2000 + $0)" }))
+                    let job = try #require(try daemon.withStore { try $0.backfillJob(id: 1) })
+                    #expect(job.state == .done && job.eventsFetched == 10 && job.eventsImported == 10)
+                    #expect(try daemon.withStore { try $0.checkIntegrity() } == [])
+                    #expect(try await daemon.stop() == 0)
+                }
+            }
+        }
+
+        @Test(
             "backfill --source: an unknown source is NoSuchSource, with --catalog a usage error; a job whose source was removed fails saying so"
         )
         func backfillSourceErrors() async throws {

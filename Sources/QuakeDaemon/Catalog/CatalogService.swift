@@ -219,7 +219,8 @@ extension FeedPuller {
 
     /// GETs a window of an fdsn source's backfill (`url` asks in the source's format, with
     /// `nodata=204`) and reads the answer with the source's reader, as its runs do
-    /// (``SourceSync/readBody(_:url:source:maxBytes:proxy:)``): 204 is a window without events.
+    /// (``SourceSync/readBody(_:url:source:maxBytes:proxy:)``): 204 is a window without events,
+    /// 413 (FDSN's "would return too much") a window to split in half.
     /// Throws ``CatalogFailure`` as ``fetchCatalog(_:importBody:)`` does: a body the reader
     /// rejects is worth retrying, one over `max-feed-size` is not.
     func fetchSourceWindow(_ url: URL, source: SourceConfiguration) async throws -> SourceSync.Answer {
@@ -227,6 +228,8 @@ extension FeedPuller {
         return try await boundedCatalogRequest(url, accept: SourceSync.accept(source.format)) { response in
             let code = response.status.code
             if code == 204 { return SourceSync.Answer(httpStatus: 204) }
+            // FDSN's answer to a query that would return too much: a smaller window.
+            if code == 413 { throw CatalogFailure.overLimit(matching: nil, limit: nil) }
             guard code == 200 else { throw await Self.failure(response, url: url) }
             do {
                 return try await SourceSync.readBody(response, url: url, source: source, maxBytes: maxBytes, proxy: nil)
