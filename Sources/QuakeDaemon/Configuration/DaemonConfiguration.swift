@@ -324,9 +324,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     /// The value of `key` in the syntax ``apply(_:_:source:replaceFeeds:)`` and the config file
-    /// accept, one string per entry (several only for `feed`): what `quaked --check-config`
-    /// prints. Applying the entries to another configuration gives it this value (a test checks
-    /// it for every key).
+    /// accept, one string per entry (several only for `feed`, `source` and `prefer`): what
+    /// `quaked --check-config` prints. Applying the entries to another configuration gives it this
+    /// value (a test checks it for every key).
     ///
     /// Keys whose value needs its own spelling are listed; any other key is read generically from
     /// the stored property named like its case (`retryMaxDelay` for `retry-max-delay`): a
