@@ -42,6 +42,7 @@ extension EndToEnd {
 
                 let status = try await daemon.getStatus()
                 #expect(status.sources == nil)
+                #expect(status.association == nil, "no association before a source imports")
                 let rawStatus = try await daemon.call(IOQuaked.GetStatus.name)
                 #expect((rawStatus["parameters"] as? [String: Any])?["sources"] == nil, "\(rawStatus)")
 
