@@ -441,6 +441,21 @@ public actor PostgresSink: WatchCache {
             // nothing, and the reset that follows creates the table.
             try await link.query("DELETE FROM quaked_sync_state WHERE name = \(name)")
         } else {
+            var columns = columns
+            let missing = QuakeTable.columns.filter { QuakeTable.addedColumns.contains($0.name) && columns[$0.name] == nil }
+            if !missing.isEmpty {
+                // A table of an older quakectl: the new columns are added, and the position
+                // forgotten, so that the next sync loads every row again (with their values).
+                for column in missing {
+                    try await link.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "ALTER TABLE \(quakeTable.quotedName) ADD COLUMN IF NOT EXISTS \(QuakeTable.quoted(column.name)) \(column.kind.sqlType)"
+                        ))
+                    columns[column.name] = column.kind.sqlType
+                }
+                try await link.query("DELETE FROM quaked_sync_state WHERE name = \(name)")
+            }
             try await checkColumns(
                 link, table: table, expected: QuakeTable.columns.map { ($0.name, $0.kind.sqlType) }, known: columns)
             if let geom = columns["geom"], geom != QuakeTable.geometryType {

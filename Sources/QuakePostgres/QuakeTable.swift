@@ -8,10 +8,12 @@ import QuakeProtocol
 /// interface's `Quake`), in its order, named in snake case (`magType` is `mag_type`), with the times (`time`, `updated`: milliseconds in the
 /// store) as `timestamptz`, and, where PostGIS is installed, `geom`, a `geometry(PointZ, 4326)`
 /// that PostgreSQL computes from `lon`, `lat` and `depth` (km, positive down, as in the feed; NaN
-/// when the depth is unknown; NULL without a position).
+/// when the depth is unknown; NULL without a position). A field that holds JSON (`contributors`,
+/// io.quaked's `[]Contributor`) is a `jsonb` column, written with the row (so in the same
+/// transaction as every other field).
 struct QuakeTable: Sendable {
     enum Kind: Sendable {
-        case text, int, float, time
+        case text, int, float, time, json
 
         /// The type as `format_type` names it.
         var sqlType: String {
@@ -20,6 +22,7 @@ struct QuakeTable: Sendable {
             case .int: "bigint"
             case .float: "double precision"
             case .time: "timestamp with time zone"
+            case .json: "jsonb"
             }
         }
     }
@@ -33,12 +36,16 @@ struct QuakeTable: Sendable {
     static let columns: [Column] = QuakeRecord.fields.map { field in
         let kind: Kind =
             switch field.kind {
-            case .text: .text
+            case .text: field.isJSON ? .json : .text
             case .integer: field.isTime ? .time : .int
             case .real: .float
             }
         return Column(name: field.snakeCaseName, kind: kind)
     }
+
+    /// The columns a table made by an older quakectl lacks, added when the sink starts (`ALTER
+    /// TABLE ... ADD COLUMN IF NOT EXISTS`), after which the sink loads every row again.
+    static let addedColumns: Set<String> = ["agency", "contributors"]
 
     static let geometryType = "geometry(PointZ,4326)"
 
@@ -50,7 +57,7 @@ struct QuakeTable: Sendable {
     static func values(_ q: IOQuaked.Quake) -> [Value] {
         zip(columns, q.values).map { column, value in
             switch column.kind {
-            case .text: .text(value.text)
+            case .text, .json: .text(value.text)
             case .int: .int(value.integer.map(Int.init))
             case .float: .float(value.real)
             case .time: .time(value.integer.map(Int.init))
@@ -102,8 +109,11 @@ struct QuakeTable: Sendable {
     var upsertSQL: String {
         let names = Self.columns.map { Self.quoted($0.name) }
         let placeholders = Self.columns.enumerated().map { index, column in
-            column.kind == .time
-                ? "'epoch'::timestamptz + $\(index + 1)::bigint * interval '1 millisecond'" : "$\(index + 1)"
+            switch column.kind {
+            case .time: "'epoch'::timestamptz + $\(index + 1)::bigint * interval '1 millisecond'"
+            case .json: "$\(index + 1)::jsonb"
+            default: "$\(index + 1)"
+            }
         }
         let updates = names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }
         return """
@@ -128,8 +138,11 @@ struct QuakeTable: Sendable {
     /// The columns read back as the quake's fields (times as epoch ms).
     var selectList: String {
         Self.columns.map { column in
-            column.kind == .time
-                ? "(extract(epoch FROM \(Self.quoted(column.name))) * 1000)::bigint" : Self.quoted(column.name)
+            switch column.kind {
+            case .time: "(extract(epoch FROM \(Self.quoted(column.name))) * 1000)::bigint"
+            case .json: "\(Self.quoted(column.name))::text"
+            default: Self.quoted(column.name)
+            }
         }.joined(separator: ", ")
     }
 
@@ -144,7 +157,7 @@ struct QuakeTable: Sendable {
         values.reserveCapacity(columns.count)
         for column in columns {
             switch column.kind {
-            case .text: values.append(QuakeValue(try next(String.self)))
+            case .text, .json: values.append(QuakeValue(try next(String.self)))
             case .int, .time: values.append(QuakeValue(try next(Int.self)))
             case .float: values.append(QuakeValue(try next(Double.self)))
             }

@@ -162,9 +162,16 @@ struct WatchOutput {
     var resets: [Line] { lines.filter { $0.event == "reset" } }
 }
 
-/// A stored quake as the protocol carries it (FeedFeature's Codable form is the interface's Quake).
+/// A stored quake as the protocol carries it: FeedFeature's Codable form is the interface's Quake,
+/// but for `contributors`, a text of the JSON array the interface carries as it is.
 func wire(_ quake: FeedFeature) throws -> IOQuaked.Quake {
-    try IOQuaked.Quake.decode(json: JSONEncoder().encode(quake))
+    var plain = quake
+    plain.contributors = nil
+    var wired = try IOQuaked.Quake.decode(json: JSONEncoder().encode(plain))
+    if let contributors = quake.contributors {
+        wired.contributors = try [IOQuaked.Contributor].decode(json: Array(contributors.utf8))
+    }
+    return wired
 }
 
 enum TestFeeds {

@@ -1,7 +1,9 @@
 import Foundation
+import QuakeAssociation
 import QuakeClient
 import QuakeCtl
 import QuakeFeed
+import QuakeModel
 import QuakeModelCheck
 import QuakePostgres
 import QuakeProtocol
@@ -103,8 +105,9 @@ extension ClientEndToEnd {
                         "SELECT column_name || ' ' || data_type FROM information_schema.columns WHERE table_name = 'quakes' ORDER BY ordinal_position",
                         database: "follow"
                     ).split(separator: "\n")
-                    #expect(columns.count == 31)
+                    #expect(columns.count == 33)
                     #expect(columns.contains("time timestamp with time zone"))
+                    #expect(columns.contains("agency text") && columns.contains("contributors jsonb"))
                     #expect(columns.contains("mag_type text"))
                     #expect(columns.contains("geom USER-DEFINED"))
                     #expect(pg.hasPostGIS, "the tests need PostGIS (postgresql-15-postgis-3)")
@@ -161,6 +164,64 @@ extension ClientEndToEnd {
                     // quaked keeps the sink's place as a durable client.
                     let status = try await quakectl(["status", "--json", "--socket", daemon.socketPath])
                     #expect(status.stdout.contains("sync-quakes"))
+                }
+            }
+        }
+
+        /// A store that starts following sources: every row gains agency and contributors (one
+        /// transaction), then a second agency joins a quake. The table's `contributors` is a jsonb
+        /// array, written with the row; a table made before the two columns gains them and is
+        /// loaded again.
+        @Test func contributorsReachTheTableAsJSONB() async throws {
+            try await Self.withPostgres { pg in
+                try await withQuaked { daemon in
+                    let url = try Self.database(pg, "agencies")
+                    let sync = try Self.sync(daemon, to: url)
+                    defer { sync.signal(SIGKILL) }
+                    try await Self.expectInStep(sync, daemon, url: url)
+                    #expect(try pg.psql("SELECT count(*) FROM quakes WHERE contributors IS NOT NULL", database: "agencies") == "0")
+
+                    let stored = try daemon.withStore { try $0.allQuakes() }
+                    let quake = try #require(stored.first { $0.lat != nil && $0.lon != nil })
+                    let emsc = SourceReport(
+                        source: "emsc", id: "emsc-joins", agency: "EMSC", time: quake.time + 2_000,
+                        latitude: quake.lat! + 0.05, longitude: quake.lon!, depth: 10, magnitude: 4.9, magnitudeType: "mb",
+                        place: "SOMEWHERE", updated: (quake.updated ?? quake.time) + 1)
+                    let report = try await daemon.withStoreAsync { store in
+                        try await store.importSource(
+                            "emsc", items: [.report(emsc)], position: nil, query: nil,
+                            association: AssociationConfiguration(sourceOrder: ["usgs", "emsc"]))
+                    }
+                    #expect(report.updated == stored.filter { $0.lat != nil && $0.lon != nil }.count)
+                    try await Self.expectInStep(sync, daemon, url: url)
+                    let table = "quakes"
+                    #expect(
+                        try pg.psql("SELECT jsonb_typeof(contributors) FROM \(table) WHERE id = '\(quake.id)'", database: "agencies")
+                            == "array")
+                    #expect(
+                        try pg.psql(
+                            "SELECT string_agg(c ->> 'source', ',') FROM \(table), jsonb_array_elements(contributors) c WHERE id = '\(quake.id)'",
+                            database: "agencies") == "usgs,emsc")
+                    #expect(
+                        try pg.psql(
+                            "SELECT contributors -> 1 ->> 'mag' FROM \(table) WHERE id = '\(quake.id)'", database: "agencies")
+                            == "4.9")
+                    #expect(
+                        try pg.psql("SELECT agency FROM \(table) WHERE id = '\(quake.id)'", database: "agencies")
+                            == quake.net?.uppercased())
+
+                    // A table an older quakectl made: without the two columns. The sink adds them
+                    // and loads the rows again, so they hold the values.
+                    sync.signal(SIGTERM)
+                    #expect(try await sync.wait() == 0)
+                    try pg.psql("ALTER TABLE quakes DROP COLUMN agency, DROP COLUMN contributors", database: "agencies")
+                    let again = try Self.sync(daemon, to: url)
+                    defer { again.signal(SIGKILL) }
+                    try await Self.expectInStep(again, daemon, url: url)
+                    #expect(try Self.lines(again).filter { $0.event == "reset" }.count == 1)
+                    #expect(
+                        try pg.psql("SELECT count(*) FROM quakes WHERE contributors IS NULL AND lat IS NOT NULL", database: "agencies")
+                            == "0")
                 }
             }
         }
