@@ -66,6 +66,10 @@ public struct RevisionOptions: ParsableArguments, Sendable {
 }
 
 /// Whether an update is worth delivering: a listed field changed, by at least its threshold.
+///
+/// Only the listed fields' own values are judged: an update that changed only the agencies
+/// (`agency`, `contributors`, `sources`: a second agency joining, or one agency's solution revised
+/// while another's stays preferred) is not delivered, whatever the contributors' magnitudes.
 public struct RevisionRules: Sendable, Hashable {
     public enum Field: String, Sendable, Hashable, CaseIterable {
         case mag, status, alert, tsunami, location
