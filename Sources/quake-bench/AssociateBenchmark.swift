@@ -240,7 +240,7 @@ struct AssociateBenchmark: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "  ratio:  %.2fx the single source through importSource; %.2fx the GeoJSON store import (goal: at least 0.5x) %@",
+                    "  ratio:  %.2fx the single source through importSource; %.4fx the GeoJSON store import (goal: at least 0.5x) %@",
                 s / a, g / a, g / a >= 0.5 ? "met" : "NOT met"))
     }
 
