@@ -24,7 +24,10 @@ import Testing
             "federation": odd, "peers": [odd, [odd], "x"], "uptimeSeconds": 99,
         }
         quake = {"id": "new1", "time": 1741132809120, "mag": 4.4, "place": "Somewhere",
-                 "agency": "INGV", "contributors": ["ingv", "emsc", {"name": "usgs", "weight": 0.5}]}
+                 "agency": "INGV",
+                 "contributors": [{"source": "ingv", "id": "x1", "time": 1741132809120, "lat": 42.5, "lon": 13.25,
+                                   "preferred": True, "weight": 0.5, "extra": odd}],
+                 "ranking": ["ingv", "emsc", {"name": "usgs", "weight": 0.5}]}
         while True:
             connection, _ = server.accept()
             buffer = b""
@@ -80,6 +83,8 @@ import Testing
             let shown = try await quakectl(["show", "new1", "--socket", socket])
             #expect(shown.status == 0, "\(shown.stderr)")
             #expect(shown.stdout.contains("Somewhere"), "\(shown.stdout)")
+            // Known members of a known type keep their place, an unknown member inside one skipped.
+            #expect(shown.stdout.contains("ingv x1 (preferred)"), "\(shown.stdout)")
 
             // An error reply's parameters with extra members: still the typed error.
             let missing = try await quakectl(["show", "gone1", "--socket", socket])
