@@ -59,10 +59,16 @@ extension ClientEndToEnd {
                 #expect(runs.first?.mag == "\(quake.mag(first))" && runs.last?.mag == "\(quake.emscMag)")
 
                 // The cache: the one quake, with both agencies; the store: the same.
-                let cached = try TwoAgencies.cached(cache)
+                let cached = try await TwoAgencies.cached(cache).quakes
                 #expect(cached.map(\.id) == [id])
                 #expect(cached.first?.net == "emsc" && cached.first?.sources == ",emsc,ingv,", "\(cached)")
                 #expect(cached.first?.mag == quake.emscMag)
+                let listed = try await TwoAgencies.cached(cache).lines
+                #expect(listed.filter { $0.contains(id) }.count == 1, "\(listed)")
+                #expect(listed.first { $0.contains(id) }?.contains("EMSC+INGV") == true, "\(listed)")
+                // What watch printed: the same two changes.
+                let printed = try WatchOutput(watch.stdout).lines.compactMap(\.change).map { "\($0.kind.rawValue) \($0.quakeId)" }
+                #expect(printed == ["insert \(id)", "update \(id)"], "\(watch.stdout)")
                 try Self.expectOneQuake(agencies, first: first)
                 let stored = try #require(try agencies.withStore { try $0.quake(id: id) })
                 #expect(stored.sources == cached.first?.sources && stored.mag == cached.first?.mag)
@@ -89,7 +95,7 @@ extension ClientEndToEnd {
                 // The other agency reports while no watch runs.
                 try await agencies.report(first.other)
                 #expect(hook.runs.count == 1)
-                #expect(try TwoAgencies.cached(cache).first?.sources == ",\(first.rawValue),", "the cache is behind")
+                #expect(try await TwoAgencies.cached(cache).quakes.first?.sources == ",\(first.rawValue),", "the cache is behind")
 
                 let again = try agencies.watch(cache: cache, hook: hook)
                 defer { again.signal(SIGKILL) }
@@ -104,7 +110,11 @@ extension ClientEndToEnd {
                 #expect(runs.filter { $0.kind == "insert" || $0.kind == "enter" }.count == 1)
                 // The restarted watch resumed from its cache: no reset, nothing printed twice.
                 #expect(!again.stdout.contains("\"reset\""), "\(again.stdout)")
-                let cached = try TwoAgencies.cached(cache)
+                let printed = try [watch, again].map { process in
+                    try WatchOutput(process.stdout).lines.compactMap(\.change).map { "\($0.kind.rawValue) \($0.quakeId)" }
+                }
+                #expect(printed == [["insert \(id)"], ["update \(id)"]], "\(printed)")
+                let cached = try await TwoAgencies.cached(cache).quakes
                 #expect(cached.map(\.id) == [id] && cached.first?.sources == ",emsc,ingv,", "\(cached)")
                 try Self.expectOneQuake(agencies, first: first)
             }
@@ -134,7 +144,7 @@ extension ClientEndToEnd {
                     runs.map { [$0.kind, $0.id, $0.agency, $0.agencies, $0.mag] }
                         == [["insert", quake.ingvID, "INGV", "INGV", "4.4"]], "\(runs)")
                 // Not delivered, but applied: the cache has EMSC's solution and both agencies.
-                let cached = try TwoAgencies.cached(cache)
+                let cached = try await TwoAgencies.cached(cache).quakes
                 #expect(cached.map(\.id) == [quake.ingvID])
                 #expect(cached.first?.net == "emsc" && cached.first?.sources == ",emsc,ingv,", "\(cached)")
                 #expect(cached.first?.mag == quake.emscMag && cached.first?.lat == 42.5)
@@ -157,7 +167,7 @@ extension ClientEndToEnd {
                 try await agencies.report(.ingv)
                 try await agencies.waitForCacheAtHead(watch, cache: cache)
                 #expect(hook.runs.isEmpty, "\(hook.runs)")
-                #expect(try TwoAgencies.cached(cache).isEmpty)
+                #expect(try await TwoAgencies.cached(cache).quakes.isEmpty)
 
                 try await agencies.report(.emsc)
                 try await agencies.waitForCacheAtHead(watch, cache: cache)
@@ -165,7 +175,7 @@ extension ClientEndToEnd {
                 #expect(
                     runs.map { [$0.kind, $0.id, $0.agency, $0.agencies, $0.mag] }
                         == [["enter", quake.ingvID, "EMSC", "EMSC+INGV", "4.6"]], "\(runs)")
-                let cached = try TwoAgencies.cached(cache)
+                let cached = try await TwoAgencies.cached(cache).quakes
                 #expect(cached.map(\.id) == [quake.ingvID])
                 #expect(cached.first?.sources == ",emsc,ingv," && cached.first?.mag == quake.emscMag, "\(cached)")
                 try Self.expectOneQuake(agencies, first: .ingv)

@@ -174,11 +174,15 @@ final class TwoAgencies: @unchecked Sendable {
         }
     }
 
-    /// The cache's rows, read as `quakectl list --cache` reads them.
-    static func cached(_ path: String) throws -> [IOQuaked.Quake] {
-        let cache = try QuakeCache(path: path)
-        defer { try? cache.close() }
-        return try cache.allQuakes()
+    /// The cache's rows, by `quakectl list --cache --json` (quaked not asked), and the plain
+    /// listing's lines, whose agencies column names every agency.
+    static func cached(_ path: String) async throws -> (quakes: [IOQuaked.Quake], lines: [String]) {
+        let json = try await quakectl(["list", "--cache", "--cache-path", path, "--json"])
+        guard json.status == 0 else { throw TestFailure("list --cache --json: \(json.stderr)") }
+        let reply = try JSONDecoder().decode(IOQuaked.Query.Reply.self, from: Data(json.stdout.utf8))
+        let plain = try await quakectl(["list", "--cache", "--cache-path", path])
+        guard plain.status == 0 else { throw TestFailure("list --cache: \(plain.stderr)") }
+        return (reply.quakes, plain.stdout.split(separator: "\n").map(String.init))
     }
 
     /// Stops a watch with SIGTERM (it finishes the change in hand) and checks it exited 0.
