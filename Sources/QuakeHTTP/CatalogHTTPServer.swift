@@ -122,7 +122,9 @@ public final class CatalogHTTPServer: Sendable {
                 try await withTaskCancellationHandler {
                     for try await connection in inbound {
                         guard self.admit() else {
-                            connection.channel.close(promise: nil)
+                            // Closed through the channel's own API: a NIOAsyncChannel dropped
+                            // without it traps (its writer deinits unfinished).
+                            try? await connection.executeThenClose { _, _ in }
                             continue
                         }
                         group.addTask {

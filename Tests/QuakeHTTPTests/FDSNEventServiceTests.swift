@@ -293,7 +293,7 @@ import Testing
             let port = try #require(Int(catalog.base.split(separator: ":").last ?? ""))
             let stalled = try RawHTTPConnection(port: port)
             try stalled.send("GET \(Self.path)query HTTP/1.1\r\nHost: test\r\n\r\n")
-            let start = try stalled.receive(upTo: 4096)
+            let start = try await stalled.receive(upTo: 4096)
             #expect(String(decoding: start, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
             // Meanwhile, others are served.
             let version = try await catalog.get(Self.path + "version")

@@ -42,14 +42,20 @@ final class RawHTTPConnection {
         }
     }
 
-    /// One read of at most `count` bytes (waits up to 10 s).
-    func receive(upTo count: Int) throws -> [UInt8] {
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    /// One read of at most `count` bytes, waiting up to 10 s without blocking a thread (the
+    /// server's handlers run on the same cooperative pool as the test); empty at end of file.
+    func receive(upTo count: Int) async throws -> [UInt8] {
+        let deadline = ContinuousClock.now + .seconds(10)
         var buffer = [UInt8](repeating: 0, count: count)
-        let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, 0) }
-        guard n >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        return Array(buffer.prefix(n))
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, Int32(MSG_DONTWAIT)) }
+            if n >= 0 { return Array(buffer.prefix(n)) }
+            let error = errno
+            guard error == EAGAIN || error == EWOULDBLOCK, ContinuousClock.now < deadline else {
+                throw POSIXError(.init(rawValue: error) ?? .EIO)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     func close() {

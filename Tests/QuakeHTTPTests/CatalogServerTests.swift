@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import QuakeHTTP
+import QuakeStore
+import QuakeTestSupport
+import Testing
+
+/// The server itself: its connection limit and its shutdown.
+@Suite struct CatalogServerTests {
+    static func withServer(_ body: (CatalogHTTPServer.Socket, Task<Void, any Error>) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try QuakeStore(directory: directory)
+            defer { try? store.close() }
+            let socket = try await CatalogHTTPServer.open(port: 0)
+            #expect(socket.localAddress == "127.0.0.1:\(socket.port)", "loopback by default")
+            let server = CatalogHTTPServer(
+                socket: socket, router: CatalogRouter(store: store), logger: Logger(label: "quaked.http.test"))
+            let task = Task { try await server.run() }
+            defer { task.cancel() }
+            try await body(socket, task)
+        }
+    }
+
+    static func version(_ connection: RawHTTPConnection) async throws -> String {
+        try connection.send("GET /fdsnws/event/1/version HTTP/1.1\r\nHost: test\r\n\r\n")
+        return String(decoding: try await connection.receive(upTo: 4096), as: UTF8.self)
+    }
+
+    @Test("at most 32 connections at once: the next is closed unanswered, and a freed place is taken again")
+    func connectionLimit() async throws {
+        try await Self.withServer { socket, _ in
+            var open: [RawHTTPConnection] = []
+            for _ in 0..<CatalogHTTPServer.maxConnections {
+                let connection = try RawHTTPConnection(port: socket.port)
+                let answer = try await Self.version(connection)
+                #expect(answer.hasSuffix("\r\n\r\n1.2.0\n"))
+                open.append(connection)
+            }
+            let extra = try RawHTTPConnection(port: socket.port)
+            try? extra.send("GET /fdsnws/event/1/version HTTP/1.1\r\nHost: test\r\n\r\n")
+            let unanswered = try? await extra.receive(upTo: 4096)
+            #expect(unanswered?.isEmpty == true, "closed without an answer: \(String(describing: unanswered))")
+            open.removeLast().close()
+            // The server notices the close, then admits again.
+            var answered = false
+            for _ in 0..<50 where !answered {
+                try await Task.sleep(for: .milliseconds(100))
+                let again = try RawHTTPConnection(port: socket.port)
+                answered = (try? await Self.version(again))?.hasSuffix("1.2.0\n") == true
+            }
+            #expect(answered)
+            let first = try await Self.version(open[0])
+            #expect(first.hasSuffix("1.2.0\n"), "the admitted connections are still served")
+        }
+    }
+
+    @Test("cancelling run() ends it promptly with a keep-alive connection open, and stops listening")
+    func shutdown() async throws {
+        try await Self.withServer { socket, task in
+            let connection = try RawHTTPConnection(port: socket.port)
+            let answer = try await Self.version(connection)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            let started = ContinuousClock.now
+            task.cancel()
+            _ = try? await task.value
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(throws: (any Error).self) { try RawHTTPConnection(port: socket.port) }
+        }
+    }
+}
