@@ -318,6 +318,18 @@ extension QuakeStore {
             members.append(report)
         }
         try checkEvent()
+        // Only an event's row has them (a plain-mode store has none).
+        for id in try String.fetchAll(
+            db,
+            sql: """
+                SELECT id FROM quakes q
+                WHERE (q.contributors IS NOT NULL OR q.agency IS NOT NULL)
+                    AND NOT EXISTS (SELECT 1 FROM sourceEvents e WHERE e.id = q.id)
+                ORDER BY id LIMIT 20
+                """)
+        {
+            problems.add("quake \(id) has an agency or contributors but no reports")
+        }
         // The USGS feed's rows (association mode) and the `usgs` reports made of them.
         for id in try String.fetchAll(
             db,

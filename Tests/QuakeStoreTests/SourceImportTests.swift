@@ -547,6 +547,11 @@ struct SourceImportTests {
             #expect(set == 0)
             #expect(try store.allQuakes().count == 2)
             #expect(try store.checkIntegrity().isEmpty)
+            // checkIntegrity: a row that is no event has neither.
+            try await store.pool.write { db in
+                try db.execute(sql: "UPDATE quakes SET agency = 'US' WHERE id = 'us1000bbbb'")
+            }
+            #expect(try store.checkIntegrity() == ["quake us1000bbbb has an agency or contributors but no reports"])
         }
     }
 
