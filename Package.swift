@@ -141,6 +141,8 @@ let package = Package(
                 // the fdsn sources: the agencies' readers, and the association settings
                 "QuakeSources",
                 "QuakeAssociation",
+                // the emsc sources: EMSC's websocket
+                "QuakeStreams",
                 "CSystemd",
                 "QuakeSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -270,6 +272,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                // PushTestServer, the websocket server of the emsc source tests (NIOWebSocket's upgrader)
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -2,17 +2,31 @@ import CoreMetrics
 import Foundation
 import NIOConcurrencyHelpers
 import QuakeStore
+import QuakeStreams
 
 /// The sources' series (`source = ...`), by source name: runs by result, the reports the
 /// answers held and the events the readers skipped, and when the last successful run began.
 /// A source's series exist from its configuration on (its runs at 0), so that an alert on
-/// failures sees it before its first run.
+/// failures sees it before its first run. An emsc source's runs are its catch-ups; its websocket
+/// has series of its own (``recordStream(_:counters:connected:lastMessage:)``), made when the
+/// stream first reports.
 public final class SourceMetrics: Sendable {
     private struct Series {
         var runs: [Bool: CoreMetrics.Counter]
         var reports: CoreMetrics.Counter
         var skipped: CoreMetrics.Counter
         var lastSuccess: CoreMetrics.Meter?
+        var stream: Stream?
+    }
+
+    /// An emsc source's websocket.
+    private struct Stream {
+        var messages: CoreMetrics.Counter
+        var badMessages: CoreMetrics.Counter
+        var reconnects: CoreMetrics.Counter
+        var catchUps: [Bool: CoreMetrics.Counter]
+        var connected: CoreMetrics.Meter
+        var lastMessage: CoreMetrics.Meter
     }
 
     private let metrics: QuakedMetrics
@@ -29,6 +43,26 @@ public final class SourceMetrics: Sendable {
     static let lastSuccessFamily = QuakedMetrics.Family(
         metricName: "source_last_success_timestamp", unit: "seconds",
         help: "When each source's last successful run began, in seconds since the epoch.")
+
+    static let messagesFamily = QuakedMetrics.Family(
+        metricName: "source_messages", unit: "total",
+        help: "Websocket messages each push source (emsc) received, good and bad.")
+    static let badMessagesFamily = QuakedMetrics.Family(
+        metricName: "source_bad_messages", unit: "total",
+        help:
+            "Websocket messages each push source skipped as bad (binary, not UTF-8, too large, not EMSC's message, an event that cannot be imported)."
+    )
+    static let reconnectsFamily = QuakedMetrics.Family(
+        metricName: "source_reconnects", unit: "total", help: "Connections each push source tried after its first.")
+    static let catchUpsFamily = QuakedMetrics.Family(
+        metricName: "source_catch_ups", unit: "total",
+        help: "Catch-ups through the FDSN service after each push source's connects, by result.")
+    static let connectedFamily = QuakedMetrics.Family(
+        metricName: "source_connected", unit: "",
+        help: "Whether each push source's websocket is connected (1) or not (0).")
+    static let lastMessageFamily = QuakedMetrics.Family(
+        metricName: "source_last_message_timestamp", unit: "seconds",
+        help: "When each push source's last websocket message arrived, in seconds since the epoch.")
 
     public init(_ metrics: QuakedMetrics) {
         self.metrics = metrics
@@ -66,6 +100,38 @@ public final class SourceMetrics: Sendable {
                 }
                 series.lastSuccess?.set(startedAt.timeIntervalSince1970)
             }
+            all[name] = series
+        }
+    }
+
+    /// A push source's stream: `counters` holds what happened since the last call (added to the
+    /// counters), `connected` and `lastMessage` (ms since the epoch) are the state now.
+    public func recordStream(
+        _ name: String, counters: EMSCStream.Counters = .init(), connected: Bool, lastMessage: Int64? = nil
+    ) {
+        series.withLockedValue { all in
+            var series = all[name] ?? make(name)
+            let label = [("source", name)]
+            var stream =
+                series.stream
+                ?? Stream(
+                    messages: metrics.counter(Self.messagesFamily, label),
+                    badMessages: metrics.counter(Self.badMessagesFamily, label),
+                    reconnects: metrics.counter(Self.reconnectsFamily, label),
+                    catchUps: [
+                        true: metrics.counter(Self.catchUpsFamily, label + [("result", "success")]),
+                        false: metrics.counter(Self.catchUpsFamily, label + [("result", "failed")]),
+                    ],
+                    connected: metrics.meter(Self.connectedFamily, label),
+                    lastMessage: metrics.meter(Self.lastMessageFamily, label))
+            if counters.messages > 0 { stream.messages.increment(by: Int64(counters.messages)) }
+            if counters.badMessages > 0 { stream.badMessages.increment(by: Int64(counters.badMessages)) }
+            if counters.reconnects > 0 { stream.reconnects.increment(by: Int64(counters.reconnects)) }
+            if counters.catchUps > 0 { stream.catchUps[true]?.increment(by: Int64(counters.catchUps)) }
+            if counters.catchUpFailures > 0 { stream.catchUps[false]?.increment(by: Int64(counters.catchUpFailures)) }
+            stream.connected.set(connected ? 1 : 0)
+            if let lastMessage { stream.lastMessage.set(Double(lastMessage) / 1000) }
+            series.stream = stream
             all[name] = series
         }
     }

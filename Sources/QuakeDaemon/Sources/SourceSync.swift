@@ -7,10 +7,14 @@ import QuakeAssociation
 import QuakeModel
 import QuakeSources
 import QuakeStore
+import QuakeStreams
 import ServiceLifecycle
 import Varlink
 
-/// One `fdsn` source (`source = NAME fdsn URL ...`): every `interval`, asks the FDSN event
+/// One source. The `emsc` kind keeps EMSC's websocket open and catches up through this type's
+/// FDSN run (SourceSync+EMSC.swift); the `geonet` kind polls GeoNet's quake API with a
+/// conditional GET (SourceSync+GeoNet.swift). The `fdsn` kind (`source = NAME fdsn URL ...`):
+/// every `interval`, asks the FDSN event
 /// service for the events updated since the last successful run's start less `overlap` (the
 /// first run: the last `since`), streams the answer through the format's reader (QuakeML, FDSN
 /// text or EMSC GeoJSON), and imports the reports in one transaction with the run's start as the
@@ -34,6 +38,9 @@ final class SourceSync: Service, Sendable {
         var limits: FeedPuller.Limits
         /// `event-retention`: reports of quakes older than this are left out, as the feed's are.
         var eventRetention: Duration?
+        /// The emsc kind's reconnect delays: `retry-initial-delay` and `retry-max-delay`, at most
+        /// 1 s and 60 s (a push source reconnects within seconds).
+        var backoff: ReconnectBackoff
 
         init(_ configuration: DaemonConfiguration, source: SourceConfiguration) {
             self.source = source
@@ -43,6 +50,9 @@ final class SourceSync: Service, Sendable {
                 interval: source.interval, initialDelay: configuration.retryInitialDelay,
                 maxDelay: configuration.retryMaxDelay, retryAfterMax: configuration.retryAfterMax)
             limits = configuration.pullLimits
+            backoff = ReconnectBackoff(
+                initialDelay: min(configuration.retryInitialDelay, .seconds(1)),
+                maxDelay: min(configuration.retryMaxDelay, .seconds(60)))
         }
     }
 
@@ -69,17 +79,27 @@ final class SourceSync: Service, Sendable {
         var lastReport: SourceImportReport?
         /// Events the reader skipped in the last successful run.
         var lastSkipped = 0
+        /// The emsc kind: whether the websocket is connected (nil for the other kinds).
+        var connected: Bool?
     }
 
     let name: String
-    private let store: QuakeStore
-    private let clients: FeedHTTPClients
+    let store: QuakeStore
+    let clients: FeedHTTPClients
     private let settings: NIOLockedValueBox<Settings>
-    private let state = NIOLockedValueBox(Status())
-    private let wakeup = Wakeup()
-    private let logger: Logger
-    private let metrics: SourceMetrics?
+    let state = NIOLockedValueBox(Status())
+    let wakeup = Wakeup()
+    let logger: Logger
+    let metrics: SourceMetrics?
     private let runDone: @Sendable (String, Outcome) -> Void
+    /// The emsc kind: one import at a time (catch-ups and the socket's batches), so that the
+    /// position each writes is the newest `updated` stored, and a disconnection is recorded
+    /// before or after an import, never across one.
+    let imports = AsyncLock()
+    /// The emsc kind: the connection last connected, 0 before any (set as it connects).
+    let connectedNumber = NIOLockedValueBox(0)
+    /// The geonet kind: the validators of the last answer imported.
+    let validators = NIOLockedValueBox(FeedPuller.Validators())
 
     init(
         store: QuakeStore, clients: FeedHTTPClients, settings: Settings, logger: Logger, metrics: SourceMetrics? = nil,
@@ -116,8 +136,13 @@ final class SourceSync: Service, Sendable {
         }
     }
 
-    /// Runs until cancelled: at once, then every interval, or after the backoff of a failure.
+    /// Runs until cancelled: at once, then every interval, or after the backoff of a failure
+    /// (the emsc kind: the websocket, ``streamLoop()``).
     func loop() async {
+        if currentSettings.source.kind == .emsc {
+            await streamLoop()
+            return
+        }
         while !Task.isCancelled {
             let current = currentSettings
             // A signal that came during the run is spent by it.
@@ -198,21 +223,35 @@ final class SourceSync: Service, Sendable {
         var url: URL?
         let outcome: Outcome
         do {
-            let position: Int64?
-            do {
-                position = try store.sourcePosition(source.name)
-            } catch {
-                throw QuakedError(
-                    kind: .storage, message: "cannot read the source's position from the store: \(error)", cause: error)
-            }
-            let updatedAfter =
-                position.map { $0 - Int64(source.overlap / .milliseconds(1)) }
-                ?? start - Int64(source.since / .milliseconds(1))
-            let queryURL = Self.queryURL(source, updatedAfter: updatedAfter)
-            url = queryURL
-            logger.debug("asking the source", metadata: ["source.url": "\(queryURL.absoluteString)"])
             let puller = FeedPuller(clients: clients, limits: settings.limits, userAgent: QuakedVersion.userAgent)
-            let answer = try await Self.fetch(queryURL, source: source, puller: puller)
+            let queryURL: URL
+            var answer: Answer
+            var newValidators: FeedPuller.Validators?
+            switch source.kind {
+            case .fdsn, .emsc:
+                let position: Int64?
+                do {
+                    position = try store.sourcePosition(source.name)
+                } catch {
+                    throw QuakedError(
+                        kind: .storage, message: "cannot read the source's position from the store: \(error)",
+                        cause: error)
+                }
+                let updatedAfter =
+                    position.map { $0 - Int64(source.overlap / .milliseconds(1)) }
+                    ?? start - Int64(source.since / .milliseconds(1))
+                queryURL = Self.queryURL(source, updatedAfter: updatedAfter)
+                url = queryURL
+                logger.debug("asking the source", metadata: ["source.url": "\(queryURL.absoluteString)"])
+                answer = try await Self.fetch(queryURL, source: source, puller: puller)
+            case .geonet:
+                queryURL = source.endpoint ?? source.service.base
+                url = queryURL
+                let known = validators.withLockedValue { $0 }
+                (answer, newValidators) = try await Self.fetchGeoNet(
+                    queryURL, source: source, validators: known, puller: puller)
+                answer.items = answer.items.filter(source.admits)
+            }
             for problem in answer.problems.prefix(10) {
                 logger.warning("event skipped", metadata: ["source.problem": "\(problem)"])
             }
@@ -223,10 +262,16 @@ final class SourceSync: Service, Sendable {
             }
             let report: SourceImportReport
             do {
-                report = try await store.importSource(
-                    source.name, items: answer.items, position: start, query: queryURL.absoluteString,
-                    association: settings.association, now: startedAt,
-                    expiringBefore: settings.eventRetention.map { startedAt - $0.timeInterval })
+                if source.kind == .emsc {
+                    report = try await importReports(
+                        answer.items, settings: settings, query: queryURL.absoluteString, now: startedAt)
+                } else {
+                    report = try await store.importSource(
+                        source.name, items: answer.items, position: start, query: queryURL.absoluteString,
+                        association: settings.association, now: startedAt,
+                        expiringBefore: settings.eventRetention.map { startedAt - $0.timeInterval })
+                }
+                if let newValidators { validators.withLockedValue { $0 = newValidators } }
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -249,7 +294,7 @@ final class SourceSync: Service, Sendable {
     }
 
     /// Keeps the status, logs the run, records a failure in the store.
-    private func record(_ outcome: Outcome, startedAt: Date) async {
+    func record(_ outcome: Outcome, startedAt: Date) async {
         switch outcome {
         case .imported(let report, let httpStatus, let skipped):
             metrics?.recordRun(name, success: true, startedAt: startedAt, reports: report.items, skipped: skipped)
@@ -417,10 +462,11 @@ final class SourceSync: Service, Sendable {
 
     /// The reader of the source's format.
     static func makeReader(_ source: SourceConfiguration) -> any SourceReader {
+        if source.kind == .geonet { return GeoNetReader(source: source.name) }
         switch source.format {
-        case .xml: QuakeMLReader(source: source.name)
-        case .text: FDSNTextReader(source: source.name)
-        case .geojson: EMSCGeoJSONReader(source: source.name)
+        case .xml: return QuakeMLReader(source: source.name)
+        case .text: return FDSNTextReader(source: source.name)
+        case .geojson: return EMSCGeoJSONReader(source: source.name)
         }
     }
 
@@ -453,6 +499,8 @@ final class SourceSync: Service, Sendable {
             case .badHeader, .wrongColumns, .lineTooLong:
                 remedy =
                     "the answer is not FDSN text: check that the URL is an FDSN event service that answers format=text, or set format=xml"
+            case .malformedJSON where source.kind == .geonet, .wrongShape where source.kind == .geonet:
+                remedy = "the answer is not GeoNet's quake API GeoJSON: check the URL (https://api.geonet.org.nz/quake?MMI=-1)"
             case .malformedJSON, .wrongShape:
                 remedy =
                     "the answer is not EMSC's GeoJSON: check that the service answers format=json, or set format=xml"
@@ -551,7 +599,10 @@ final class SourceSyncs: Service, Sendable {
             var next: [SourceSync] = []
             for source in configuration.sources {
                 let settings = SourceSync.Settings(configuration, source: source)
-                if let kept = state.syncs.first(where: { $0.name == source.name }) {
+                // A source whose kind changed is a new source under the old name.
+                if let kept = state.syncs.first(where: {
+                    $0.name == source.name && $0.currentSettings.source.kind == source.kind
+                }) {
                     kept.apply(settings)
                     next.append(kept)
                 } else {
