@@ -173,7 +173,7 @@ public struct SourceConfiguration: Sendable, Equatable, CustomStringConvertible 
             guard optionNames.contains(key) else {
                 throw ConfigValue.Problem(
                     message:
-                        "source \(name): unknown option '\(key)' for the \(kind.rawValue) kind (options: \(optionNames.joined(separator: ", ")))")
+                        "source \(name): unknown option '\(key)' (options: \(optionNames.joined(separator: ", ")))")
             }
             guard seen.insert(key).inserted else {
                 throw problem("given twice: give each option once")
