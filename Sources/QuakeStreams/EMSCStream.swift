@@ -28,7 +28,11 @@ import WSClient
 ///   library's rule, not one built on top). A connection that ends for any reason (the server's
 ///   close, a reset, the ping timeout, a refused connection or upgrade) is followed by another
 ///   after ``ReconnectBackoff``'s capped, fully jittered delay; the backoff starts over after a
-///   connection that lasted ``Configuration/healthyAfter``.
+///   connection that lasted ``Configuration/healthyAfter``. A connection not upgraded within
+///   ``Configuration/handshakeTimeout`` (a server that accepts and never answers, or closes
+///   during the upgrade) is given up too: each connection runs on a one-thread event loop group
+///   of its own, shut down to end a stalled upgrade, which WSClient would otherwise wait for
+///   forever, cancellation or not.
 /// - **Nothing lost: catch-up first, then the buffered messages.** On every connection, the
 ///   first and every reconnect, once the socket is open, `catchUp` is called (with
 ///   ``CatchUp/connection``: 1 for the first). The caller asks the FDSN service for what was
@@ -81,12 +85,15 @@ public final class EMSCStream: Sendable {
         public var maxBatch: Int
         /// How long a closing connection waits for the server's close frame.
         public var closeTimeout: Duration
+        /// How long the connection and websocket upgrade may take: a server that accepts and
+        /// never answers, or closes during the upgrade, is given up after this.
+        public var handshakeTimeout: Duration
 
         public init(
             url: String, source: String, pingInterval: Duration = .seconds(15),
             backoff: ReconnectBackoff = ReconnectBackoff(), healthyAfter: Duration = .seconds(60),
             maxMessageBytes: Int = 1 << 20, maxPendingItems: Int = 100_000, maxBatch: Int = 1000,
-            closeTimeout: Duration = .seconds(5)
+            closeTimeout: Duration = .seconds(5), handshakeTimeout: Duration = .seconds(30)
         ) {
             self.url = url
             self.source = source
@@ -97,6 +104,7 @@ public final class EMSCStream: Sendable {
             self.maxPendingItems = max(maxPendingItems, 1)
             self.maxBatch = max(maxBatch, 1)
             self.closeTimeout = closeTimeout
+            self.handshakeTimeout = handshakeTimeout
         }
     }
 
@@ -201,23 +209,19 @@ public final class EMSCStream: Sendable {
 
     public let configuration: Configuration
     private let logger: Logger
-    private let eventLoopGroup: any EventLoopGroup
     private let onEvent: @Sendable (Event) -> Void
     private let state = Mutex(Status())
 
     /// - Parameters:
-    ///   - eventLoopGroup: where the connections run (NIO's shared group by default).
     ///   - onEvent: told of each step (``Event``).
     public init(
         _ configuration: Configuration, logger: Logger = Logger(label: "quaked.emsc"),
-        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "source.name"] = "\(configuration.source)"
         self.logger = logger
-        self.eventLoopGroup = eventLoopGroup
         self.onEvent = onEvent
     }
 
@@ -294,12 +298,50 @@ public final class EMSCStream: Sendable {
         }
     }
 
+    /// One connection on an event loop group of its own, with a watchdog on the upgrade.
+    ///
+    /// WSClient waits for the upgrade's answer without a timeout and without heeding
+    /// cancellation (`EventLoopFuture.get`), and with remote half-closure allowed, a server that
+    /// closes during the upgrade leaves it waiting too. Shutting the group down closes the
+    /// channel, which fails the upgrade: so a connection not upgraded within
+    /// ``Configuration/handshakeTimeout``, or cancelled before its upgrade, ends.
     private func connect(
         _ connection: Int, catchUp: @escaping @Sendable (CatchUp) async throws -> Void,
         deliver: @escaping @Sendable ([SourceItem]) async throws -> Void
     ) async -> Outcome {
-        let configuration = self.configuration
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let upgraded = Shared(false)
+        let abandoned = Shared<String?>(nil)
+        let timeout = configuration.handshakeTimeout
+        let outcome = await withTaskGroup(of: Void.self) { tasks -> Outcome in
+            tasks.addTask {
+                // Wakes at the timeout, or at once when cancelled (the connection's end, or run's).
+                try? await Task.sleep(for: timeout)
+                let stop = upgraded.withLock { $0 } ? nil : Task.isCancelled ? "cancelled" : "no websocket upgrade within \(timeout)"
+                guard let stop else { return }
+                abandoned.withLock { $0 = $0 ?? stop }
+                try? await group.shutdownGracefully()
+            }
+            let outcome = await self.session(
+                connection, group: group, upgraded: upgraded, catchUp: catchUp, deliver: deliver)
+            // Ended: the watchdog's shutdown is harmless now.
+            abandoned.withLock { $0 = $0 ?? "ended" }
+            tasks.cancelAll()
+            return outcome
+        }
+        try? await group.shutdownGracefully()
+        if let reason = abandoned.withLock({ $0 }), reason != "ended", !outcome.upgraded {
+            return Outcome(upgraded: false, reason: reason)
+        }
+        return outcome
+    }
+
+    private func session(
+        _ connection: Int, group: any EventLoopGroup, upgraded: Shared<Bool>,
+        catchUp: @escaping @Sendable (CatchUp) async throws -> Void,
+        deliver: @escaping @Sendable ([SourceItem]) async throws -> Void
+    ) async -> Outcome {
+        let configuration = self.configuration
         let ended = Shared<String?>(nil)
         let client = WebSocketClientConfiguration(
             maxFrameSize: configuration.maxMessageBytes,
@@ -309,7 +351,7 @@ public final class EMSCStream: Sendable {
             validateUTF8: false)
         do {
             let close = try await WebSocketClient.connect(
-                url: configuration.url, configuration: client, eventLoopGroup: eventLoopGroup, logger: logger
+                url: configuration.url, configuration: client, eventLoopGroup: group, logger: logger
             ) { inbound, _, _ in
                 upgraded.withLock { $0 = true }
                 self.update { $0.state = .catchingUp }
@@ -423,7 +465,7 @@ public final class EMSCStream: Sendable {
                 guard frame.fin, let complete = message else { continue }
                 message = nil
                 if !handle(complete, pending: pending) {
-                    pending.finish(discard: true)
+                    // The buffer dropped what it held (PendingItems.append).
                     return GiveUp.overflow(configuration.maxPendingItems).description
                 }
             }
@@ -470,8 +512,10 @@ public final class EMSCStream: Sendable {
             skip(.notAMessage, "\(error)", bytes: message.bytes)
             return true
         }
+        // Counted once buffered (or refused), so that a count seen means the buffer has it.
+        let added = pending.append(item, limit: configuration.maxPendingItems)
         update { $0.counters.reports += 1 }
-        return pending.append(item, limit: configuration.maxPendingItems)
+        return added
     }
 
     /// Counts, logs and reports a bad message; `cut` says `bytes` is only its beginning.
@@ -498,7 +542,7 @@ public final class EMSCStream: Sendable {
     }
 
     /// A value the connection's tasks share.
-    private final class Shared<Value: Sendable>: Sendable {
+    final class Shared<Value: Sendable>: Sendable {
         private let value: Mutex<Value>
         init(_ value: Value) { self.value = Mutex(value) }
         func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }

@@ -20,14 +20,21 @@ final class PendingItems: Sendable {
         (signal, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// Adds an item unless `limit` items are already waiting: false then (nothing is added).
+    /// Adds an item; false when `limit` items are already waiting, and then, at once, the
+    /// waiting items are dropped and no more are taken (as ``finish(discard:)``), so that the
+    /// taker never gets part of an overflowing buffer.
     func append(_ item: SourceItem, limit: Int) -> Bool {
         let added = state.withLock { state -> Bool in
-            guard !state.finished, state.items.count < limit else { return false }
+            guard !state.finished else { return false }
+            guard state.items.count < limit else {
+                state.finished = true
+                state.items.removeAll()
+                return false
+            }
             state.items.append(item)
             return true
         }
-        if added { wake.yield(()) }
+        if added { wake.yield(()) } else { wake.finish() }
         return added
     }
 

@@ -118,10 +118,10 @@ private struct StoreRefused: Error, CustomStringConvertible {
             case 1:
                 try await connection.send(EMSCFixtures.wsTest)
                 try await connection.send(EMSCFixtures.petrinja)
-                try await eventually("two messages buffered") { stream.status.counters.messages >= 2 }
+                try await eventually("two reports buffered") { stream.status.counters.reports >= 2 }
             case 2:
                 try await connection.send(EMSCFixtures.goseismic)
-                try await eventually("a message buffered") { stream.status.counters.messages >= 4 }
+                try await eventually("a report buffered") { stream.status.counters.reports >= 4 }
             default:
                 break
             }
@@ -161,12 +161,12 @@ private struct StoreRefused: Error, CustomStringConvertible {
     @Test func unansweredPingsEndTheConnection() async throws {
         let server = try await WebSocketTestServer.start()
         defer { server.shutdown() }
-        try await withStream(testConfiguration(server.url, pingInterval: .milliseconds(150))) { stream, recorder in
+        try await withStream(testConfiguration(server.url, pingInterval: .milliseconds(300))) { stream, recorder in
             let first = try await server.connection(0)
             try await eventually("the catch-up") { stream.status.state == .streaming }
             try await first.send(EMSCFixtures.wsTest)
             // Pongs answered: several pings, one connection.
-            try await eventually("pings") { first.pings >= 5 }
+            try await eventually("pings") { first.pings >= 3 }
             #expect(server.connections.count == 1)
             #expect(!first.isClosed)
 
@@ -228,11 +228,11 @@ private struct StoreRefused: Error, CustomStringConvertible {
             switch request.attempt {
             case 1:
                 try await connection.send(EMSCFixtures.wsTest)
-                try await eventually("a message buffered") { stream.status.counters.messages >= 1 }
+                try await eventually("a report buffered") { stream.status.counters.reports >= 1 }
                 throw CatchUpUnavailable()
             case 2:
                 try await connection.send(EMSCFixtures.petrinja)
-                try await eventually("two messages buffered") { stream.status.counters.messages >= 2 }
+                try await eventually("two reports buffered") { stream.status.counters.reports >= 2 }
                 throw CatchUpUnavailable()
             default:
                 break
@@ -295,7 +295,8 @@ private struct StoreRefused: Error, CustomStringConvertible {
             guard request.connection == 1 else { return }
             let connection = try await server.connection(0)
             for fixture in EMSCFixtures.good { try await connection.send(fixture) }
-            try await eventually("three messages") { stream.status.counters.messages >= 3 }
+            // Counted once the buffer has taken or refused it: the third overflows.
+            try await eventually("three reports") { stream.status.counters.reports >= 3 }
         }
         try await withStream(testConfiguration(server.url, maxPendingItems: 2), catchUp: catchUp) {
             stream, recorder in
@@ -312,6 +313,38 @@ private struct StoreRefused: Error, CustomStringConvertible {
                 if case .disconnected(1, let reason) = $0 { reason } else { nil }
             }
             #expect(reasons.count == 1 && reasons[0].contains("over 2 items"))
+        }
+    }
+
+    /// A server that accepts and never answers the upgrade, or closes during it: each try is
+    /// given up after the handshake timeout and tried again; cancelling ends `run` even in the
+    /// middle of an upgrade (WSClient alone would wait for it forever).
+    @Test(arguments: [false, true]) func stalledUpgradesAreGivenUp(closes: Bool) async throws {
+        let server = try await StallingServer.start(closes: closes)
+        defer { server.shutdown() }
+        var configuration = testConfiguration(server.url)
+        configuration.handshakeTimeout = .milliseconds(200)
+        let recorder = Recorder()
+        let stream = EMSCStream(configuration, onEvent: { recorder.record($0) })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await stream.run(catchUp: { _ in }, deliver: { _ in }) }
+            try await eventually("three tries") { server.connectionsAccepted >= 3 && recorder.waits.count >= 2 }
+            let reasons = recorder.events.compactMap {
+                if case .disconnected(_, let reason) = $0 { reason } else { nil }
+            }
+            #expect(reasons.count >= 2)
+            #expect(reasons.allSatisfy { $0 == "no websocket upgrade within 0.2 seconds" })
+            #expect(!recorder.events.contains { if case .connected = $0 { true } else { false } })
+            #expect(stream.status.counters.catchUps == 0)
+            // Cancelled while an upgrade is pending.
+            try await eventually("an upgrade pending") {
+                stream.status.state == .connecting && server.connectionsAccepted == stream.status.connection
+            }
+            let cancelled = ContinuousClock.now
+            group.cancelAll()
+            try await group.waitForAll()
+            #expect(cancelled.duration(to: .now) < .seconds(10))
+            #expect(stream.status.state == .stopped)
         }
     }
 

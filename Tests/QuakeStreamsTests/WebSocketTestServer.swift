@@ -198,6 +198,38 @@ private final class FrameHandler: ChannelInboundHandler {
     }
 }
 
+/// A TCP server on 127.0.0.1 that never upgrades: it accepts and either never answers or closes
+/// the connection during the upgrade.
+final class StallingServer: Sendable {
+    let listener: any Channel
+    private let accepted: Counter
+
+    private init(listener: any Channel, accepted: Counter) {
+        self.listener = listener
+        self.accepted = accepted
+    }
+
+    /// `closes`: close each connection 50 ms after accepting it instead of holding it open.
+    static func start(closes: Bool) async throws -> StallingServer {
+        let accepted = Counter()
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                _ = accepted.increment()
+                if closes {
+                    channel.eventLoop.scheduleTask(in: .milliseconds(50)) { channel.close(promise: nil) }
+                }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return StallingServer(listener: listener, accepted: accepted)
+    }
+
+    var url: String { "ws://127.0.0.1:\(listener.localAddress?.port ?? 0)/standing_order/websocket" }
+    var connectionsAccepted: Int { accepted.value }
+
+    func shutdown() { listener.close(promise: nil) }
+}
+
 struct TimedOut: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out waiting for \(what)" }
