@@ -96,6 +96,30 @@ import Testing
         #expect(ChangeText.fieldSummary(fields, OutputStyle()) == "agency EMSC→INGV, agencies EMSC→EMSC+INGV")
         let first = [IOQuaked.FieldChange(field: "sources", old: nil, new: .init(string: ",us,"))]
         #expect(ChangeText.fieldSummary(first, OutputStyle()) == "agencies –→US")
+
+        // With agency and contributors (quaked following sources): the same words, once each.
+        let emsc = IOQuaked.Contributor(source: "emsc", agency: "EMSC", id: "e1", time: 1, lat: 42, lon: 13, preferred: true)
+        var ingv = IOQuaked.Contributor(source: "ingv", agency: "INGV", id: "i1", time: 2, lat: 42, lon: 13, preferred: true)
+        var demoted = emsc
+        demoted.preferred = false
+        let typed =
+            fields + [
+                IOQuaked.FieldChange(field: "agency", old: .init(string: "EMSC"), new: .init(string: "INGV")),
+                IOQuaked.FieldChange(
+                    field: "contributors", old: .init(contributors: [emsc]), new: .init(contributors: [ingv, demoted])),
+            ]
+        #expect(ChangeText.fieldSummary(typed, OutputStyle()) == "agency EMSC→INGV, agencies EMSC→EMSC+INGV")
+        // Another agency's solution revised, the preferred one unchanged: a revision.
+        ingv.preferred = false
+        let revised = [
+            IOQuaked.FieldChange(field: "updated", old: .init(int: 1), new: .init(int: 2)),
+            IOQuaked.FieldChange(
+                field: "contributors", old: .init(contributors: [emsc, ingv]), new: .init(contributors: [emsc])),
+        ]
+        #expect(ChangeText.fieldSummary(revised, OutputStyle()) == "revised")
+        // agency without net (a client of a quaked whose net says otherwise): shown as the agency.
+        let agencyOnly = [IOQuaked.FieldChange(field: "agency", old: .init(string: "EMSC"), new: .init(string: "INGV"))]
+        #expect(ChangeText.fieldSummary(agencyOnly, OutputStyle()) == "agency EMSC→INGV")
     }
 
     @Test func execGetsTheAgencyAndTheAgencies() {

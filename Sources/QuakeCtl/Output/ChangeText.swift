@@ -104,7 +104,11 @@ public enum ChangeText {
         _ fields: [IOQuaked.FieldChange], _ style: OutputStyle, separated: Bool = false, to text: inout String
     ) {
         var parts = 0
-        for i in fields.indices where fields[i].field != "updated" {
+        // `contributors` (each agency's solution) changes with the fields it moves, which say it
+        // better; `agency` with `net`, which is shown as the agency. Alone, they are a revision.
+        let hasNet = fields.contains { $0.field == "net" }
+        for i in fields.indices
+        where fields[i].field != "updated" && fields[i].field != "contributors" && !(hasNet && fields[i].field == "agency") {
             parts += 1
             guard parts <= 4 else { continue }
             text += parts == 1 ? (separated ? "  " : "") : ", "
@@ -136,7 +140,7 @@ public enum ChangeText {
                 text += agenciesText(f.old)
                 text += "→"
                 text += agenciesText(f.new)
-            case "net":
+            case "net", "agency":
                 text += "agency "
                 text += f.old?.string?.uppercased() ?? "–"
                 text += "→"
