@@ -336,6 +336,8 @@ public final class EMSCStream: Sendable {
         return outcome
     }
 
+    /// The connection itself: WSClient's connect and upgrade, then the reader and the delivery
+    /// side by side until the socket ends and what it sent is delivered; why it ended.
     private func session(
         _ connection: Int, group: any EventLoopGroup, upgraded: Shared<Bool>,
         catchUp: @escaping @Sendable (CatchUp) async throws -> Void,
