@@ -210,6 +210,73 @@ extension EndToEnd {
             }
         }
 
+        @Test("Reload: an emsc source added connects, a changed URL moves to the new server, a removed one disconnects")
+        func emscReload() async throws {
+            try await PushTestServer.withServer { first in
+                try await PushTestServer.withServer { second in
+                    try await FeedTestServer.withServer { http in
+                        let catchUp = FDSNTestService(on: http, basePath: "/emsc/fdsnws/event/1/")
+                        try await withTemporaryDirectory { dir in
+                            let config = dir.appendingPathComponent("quaked.conf")
+                            let gfz = FDSNTestService(on: http, basePath: "/gfz/fdsnws/event/1/")
+                            try SourceDaemon.writeConfig(config, sources: ["gfz fdsn \(gfz.baseURL) interval=1h"])
+                            let daemon = try await DaemonHarness(in: dir, ["--config", config.path])
+
+                            // Added.
+                            try SourceDaemon.writeConfig(
+                                config,
+                                sources: [
+                                    "gfz fdsn \(gfz.baseURL) interval=1h",
+                                    "emsc emsc \(first.url) catch-up=\(catchUp.baseURL) format=xml",
+                                ])
+                            _ = try await daemon.call(IOQuaked.Reload.self, .init())
+                            try await waitUntil(timeout: .seconds(30)) { first.openConnections == 1 }
+                            let pushed = Self.now()
+                            try await first.send(
+                                Self.message(
+                                    id: "20260103_0000001", time: pushed - 60_000, latitude: 38, longitude: 23,
+                                    magnitude: 3.0, updated: pushed))
+                            try await waitUntil(timeout: .seconds(30)) {
+                                try Self.reportIDs(daemon, source: "emsc") == ["20260103_0000001"]
+                            }
+
+                            // Changed: the new URL's server, the old one's connection closed.
+                            try SourceDaemon.writeConfig(
+                                config,
+                                sources: [
+                                    "gfz fdsn \(gfz.baseURL) interval=1h",
+                                    "emsc emsc \(second.url) catch-up=\(catchUp.baseURL) format=xml",
+                                ])
+                            _ = try await daemon.call(IOQuaked.Reload.self, .init())
+                            try await waitUntil(timeout: .seconds(30)) {
+                                second.openConnections == 1 && first.openConnections == 0
+                            }
+                            try await second.send(
+                                Self.message(
+                                    id: "20260103_0000002", time: pushed - 30_000, latitude: -6, longitude: 130,
+                                    magnitude: 4.5, updated: Self.now()))
+                            try await waitUntil(timeout: .seconds(30)) {
+                                try Self.reportIDs(daemon, source: "emsc").sorted() == [
+                                    "20260103_0000001", "20260103_0000002",
+                                ]
+                            }
+
+                            // Removed: disconnected, and not connecting again.
+                            try SourceDaemon.writeConfig(config, sources: ["gfz fdsn \(gfz.baseURL) interval=1h"])
+                            _ = try await daemon.call(IOQuaked.Reload.self, .init())
+                            try await waitUntil(timeout: .seconds(30)) { second.openConnections == 0 }
+                            let upgrades = second.upgrades
+                            try await Task.sleep(for: .seconds(1))
+                            #expect(second.upgrades == upgrades)
+                            #expect(first.upgrades == 1)
+                            #expect(daemon.process.isRunning)
+                            try await daemon.stop()
+                        }
+                    }
+                }
+            }
+        }
+
         @Test(
             "geonet: the first run imports GeoNet's real answer, the second is a 304, a quality: deleted retraction removes the report"
         )

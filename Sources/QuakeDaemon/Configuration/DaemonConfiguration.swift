@@ -381,7 +381,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 problem:
                     "source \(source.name): the name usgs is the store's own source for the USGS summary feed, "
                     + "the catalog sync and backfill jobs" + (beside.isEmpty ? "" : " (\(beside))")
-                    + ": choose another name, e.g. source = comcat \(source.kind.rawValue) \(source.service)")
+                    + ": choose another name, e.g. source = comcat \(source.kind.rawValue) \(source.endpoint?.absoluteString ?? source.service.description)")
         }
     }
 }
