@@ -361,13 +361,13 @@ func (c *client) getStatus() (storeID string, ok bool) {
 	ctx, cancel := c.context()
 	defer cancel()
 	c.sum.Calls++
-	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, catalog, backfills, sources, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
+	version, storeID, head, oldest, count, dbBytes, lastChange, feeds, subscribers, clients, catalog, backfills, sources, association, callErr := ioquaked.GetStatus().Call(ctx, l.conn)
 	f, _, ok := c.reply(label, "io.quaked.GetStatus", l, callErr, false)
 	if !ok || !c.decoded(label, f, map[string]interface{}{
 		"version": version, "storeId": storeID, "headToken": head, "oldestToken": oldest,
 		"quakeCount": count, "databaseBytes": dbBytes, "lastChange": lastChange, "feeds": feeds,
 		"subscribers": subscribers, "clients": clients, "catalog": catalog, "backfills": backfills,
-		"sources": sources,
+		"sources": sources, "association": association,
 	}) {
 		return "", false
 	}
@@ -429,9 +429,9 @@ func (c *client) refresh() {
 		feed = &c.opt.feed
 	}
 	c.sum.Calls++
-	results, head, callErr := ioquaked.Refresh().Call(ctx, l.conn, feed)
+	results, head, sourceResults, callErr := ioquaked.Refresh().Call(ctx, l.conn, feed, nil)
 	f, _, ok := c.reply(label, "io.quaked.Refresh", l, callErr, false)
-	if !ok || !c.decoded(label, f, map[string]interface{}{"results": results, "headToken": head}) {
+	if !ok || !c.decoded(label, f, map[string]interface{}{"results": results, "headToken": head, "sourceResults": sourceResults}) {
 		return
 	}
 	if feed != nil && len(results) != 1 {
@@ -961,7 +961,7 @@ func (c *client) backfill() {
 	minMag := 4.5
 	catalog := "http://127.0.0.1:9/fdsnws/event/1/"
 	near := ioquaked.Near{Lat: 35.7, Lon: 139.7, RadiusKm: 300}
-	job, callErr := ioquaked.Backfill().Call(ctx, l.conn, 1546300800000, &end, &minMag, &near, nil, &catalog)
+	job, callErr := ioquaked.Backfill().Call(ctx, l.conn, 1546300800000, &end, &minMag, &near, nil, &catalog, nil)
 	f, errName, ok := c.reply(label, "io.quaked.Backfill", l, callErr, false, permissionDenied)
 	if !ok {
 		return
