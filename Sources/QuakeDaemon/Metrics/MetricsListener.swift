@@ -24,7 +24,8 @@ public final class MetricsListener: Service, Sendable {
     static let maxConnections = 32
     static let idleTimeout = TimeAmount.seconds(30)
 
-    /// Why the listener could not start: quaked exits 78 (EX_CONFIG), as for a bad setting.
+    /// Why the listener (or the catalog's, http-listen) could not start: quaked exits 78
+    /// (EX_CONFIG), as for a bad setting.
     public struct StartupError: Error, CustomStringConvertible {
         public var description: String
     }
@@ -38,6 +39,11 @@ public final class MetricsListener: Service, Sendable {
         init(_ channel: NIOAsyncChannel<Connection, Never>) {
             self.channel = channel
             self.localAddress = channel.channel.localAddress.map(MetricsListener.describe) ?? "?"
+        }
+
+        /// Closes it unserved (when the daemon does not start after all).
+        func close() async {
+            try? await channel.executeThenClose { _ in }
         }
     }
 
@@ -96,7 +102,9 @@ public final class MetricsListener: Service, Sendable {
                     try await self.socket.channel.executeThenClose { inbound in
                         for try await connection in inbound {
                             guard self.admit() else {
-                                connection.channel.close(promise: nil)
+                                // Closed through the channel's own API: a NIOAsyncChannel dropped
+                                // without it traps (its writer deinits unfinished).
+                                try? await connection.executeThenClose { _, _ in }
                                 continue
                             }
                             group.addTask {
