@@ -143,6 +143,8 @@ let package = Package(
                 "QuakeAssociation",
                 // the emsc sources: EMSC's websocket
                 "QuakeStreams",
+                // http-listen: the merged catalog served back
+                "QuakeHTTP",
                 "CSystemd",
                 "QuakeSystemd",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -341,7 +343,8 @@ let package = Package(
         .testTarget(
             name: "QuakeHTTPTests",
             dependencies: [
-                "QuakeHTTP", "QuakeStore", "QuakeSources", "QuakeFeed", "QuakeModel", "QuakeTestSupport",
+                "QuakeHTTP", "QuakeStore", "QuakeSources", "QuakeFeed", "QuakeModel", "QuakeAssociation",
+                "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -74,7 +74,8 @@ public final class CatalogHTTPServer: Sendable {
                 try await bootstrap.bind(to: address, childChannelInitializer: initializer)
             })
         } catch {
-            throw StartupError(description: "http-listen: cannot listen on \(host):\(port): \(reason(error))")
+            let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            throw StartupError(description: "http-listen: cannot listen on \(shown): \(reason(error))")
         }
     }
 

@@ -63,6 +63,12 @@ public struct QuakedCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Serve the merged catalog over HTTP (USGS summary feeds, FDSN event service; /metrics too unless metrics-listen is another address) on ADDRESS:PORT, or off. Default: \(Self.defaultText(.httpListen)).",
+            valueName: "address:port"))
+    var httpListen: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Configuration file. Default: \(ConfigurationLoader.defaultFile) when it exists.", valueName: "path"))
     var config: String?
 
@@ -136,6 +142,7 @@ public struct QuakedCommand: AsyncParsableCommand {
         }
         if let socket { flags.append((.socket, Self.absolute(socket), "--socket")) }
         if let logLevel { flags.append((.logLevel, logLevel, "--log-level")) }
+        if let httpListen { flags.append((.httpListen, httpListen, "--http-listen")) }
         return ConfigurationLoader(flags: flags, configFile: config)
     }
 

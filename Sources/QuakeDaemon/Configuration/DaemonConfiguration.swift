@@ -58,6 +58,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Where the metrics HTTP listener listens (`/metrics`); nil: no listener (the default),
     /// unless systemd passes a socket named `metrics`.
     public var metricsListen: MetricsAddress? = nil
+    /// Where the merged catalog is served over HTTP (USGS summary feeds, FDSN event service;
+    /// docs/http.md); nil: no listener (the default), unless systemd passes a socket named `http`.
+    /// With metrics-listen unset or the same address, one server also answers `/metrics`.
+    public var httpListen: MetricsAddress? = nil
     /// The FDSN event service of the incremental catalog sync, and the default of backfill jobs;
     /// nil: no catalog sync, and backfill jobs use the USGS's service.
     public var catalog: CatalogService? = nil
@@ -153,6 +157,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case messageTimeout = "message-timeout"
         case writeTimeout = "write-timeout"
         case metricsListen = "metrics-listen"
+        case httpListen = "http-listen"
         case catalog
         case catalogInterval = "catalog-interval"
         case catalogOverlap = "catalog-overlap"
@@ -290,6 +295,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case .metricsListen:
             metricsListen =
                 value.isEmpty || value == "off" || value == "none" ? nil : try parse { try MetricsAddress(parsing: value) }
+        case .httpListen:
+            httpListen =
+                value.isEmpty || value == "off" || value == "none"
+                ? nil : try parse { try MetricsAddress(parsing: value, examplePort: 8080) }
         case .catalog:
             if value.isEmpty || value == "none" || value == "off" {
                 catalog = nil
@@ -345,6 +354,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case .logLevel: return [logLevel.rawValue]
         case .maxFeedSize: return [ConfigValue.text(size: maxFeedSize)]
         case .catalog: return [catalog?.description ?? "none"]
+        case .httpListen: return [httpListen?.description ?? "off"]
         case .catalogMinMagnitude: return [catalogMinMagnitude.map { "\($0)" } ?? "none"]
         case .catalogRegion: return [catalogRegion.map(ConfigValue.text(region:)) ?? "none"]
         default:

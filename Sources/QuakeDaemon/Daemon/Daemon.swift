@@ -29,11 +29,14 @@ public enum Daemon {
         // start its graceful shutdown (see below), SIGHUP reloads.
         let stops = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        // systemd passes the control socket and, with quaked-metrics.socket, the metrics socket,
-        // told apart by FileDescriptorName= (the control socket's is any other name).
+        // systemd passes the control socket and, with quaked-metrics.socket, the metrics socket
+        // (with a socket named http, the catalog's), told apart by FileDescriptorName= (the
+        // control socket's is any other name).
         let activated = SocketActivation.listenSockets()
+        let httpNames = [MetricsListener.fileDescriptorName, CatalogListener.fileDescriptorName]
         let metricsSocket = activated.first { $0.name == MetricsListener.fileDescriptorName }?.fileDescriptor
-        let controlSocket = activated.first { $0.name != MetricsListener.fileDescriptorName }?.fileDescriptor
+        let catalogSocket = activated.first { $0.name == CatalogListener.fileDescriptorName }?.fileDescriptor
+        let controlSocket = activated.first { !httpNames.contains($0.name) }?.fileDescriptor
         // The socket's directory first: refused, it is a configuration error, and nothing is made.
         if controlSocket == nil {
             try ControlSocket.prepareDirectory(of: configuration.socketPath, socketDirectory)
@@ -41,12 +44,12 @@ public enum Daemon {
         let app = try QuakedApplication.build(
             configuration: configuration, loader: loader, notifier: notifier, logger: logger)
         let store = app.store
-        let metricsListening: MetricsListener.Socket?
+        let http: HTTPListeners
         let listener: VarlinkServer.Listener
         let origin: ControlSocket.Origin
         do {
-            metricsListening = try await MetricsListener.open(
-                address: configuration.metricsListen, activated: metricsSocket)
+            http = try await HTTPListeners.open(
+                configuration: configuration, metricsSocket: metricsSocket, catalogSocket: catalogSocket)
             (listener, origin) = try await ControlSocket.open(
                 path: configuration.socketPath, group: configuration.socketGroup, activated: controlSocket,
                 limits: configuration.serverLimits, limitReplies: ControlServer.limitReplies, logger: logger)
@@ -63,11 +66,20 @@ public enum Daemon {
             .init(service: $0)
         }
         services.append(.init(service: ReloadOnHangup(reloader: app.reloader, signals: hangups)))
-        if let metricsListening {
+        if let metricsListening = http.metrics {
             // A listener that fails is logged and the daemon goes on.
             services.append(
                 .init(
                     service: MetricsListener(socket: metricsListening, render: exporter.text, logger: logger),
+                    successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+        }
+        if let catalogListening = http.catalog {
+            // The same: logged, and the daemon goes on.
+            services.append(
+                .init(
+                    service: CatalogListener(
+                        socket: catalogListening, store: store,
+                        metrics: http.catalogServesMetrics ? exporter.text : nil, logger: logger),
                     successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
         }
         if let interval = notifier.watchdogInterval {
@@ -88,7 +100,8 @@ public enum Daemon {
                 "socket": "\(origin)", "feeds": "\(configuration.feeds.map(\.name).joined(separator: ","))",
                 "sources": "\(configuration.sources.map(\.name).joined(separator: ","))",
                 "proxy": "\(configuration.proxy.summary)",
-                "metrics": "\(metricsListening.map { "http://\($0.localAddress)/metrics" } ?? "off")",
+                "metrics": "\(http.metricsURL ?? "off")",
+                "http": "\(http.catalog.map { "http://\($0.localAddress)/" } ?? "off")",
             ])
         if !configuration.proxy.noProxy.ignored.isEmpty {
             logger.warning(

@@ -60,6 +60,9 @@ public final class Reloader: Sendable {
         if new.metricsListen != old.metricsListen {
             logger.warning("a change of metrics-listen takes effect at the next restart; the listener stays as it is")
         }
+        if new.httpListen != old.httpListen {
+            logger.warning("a change of http-listen takes effect at the next restart; the listener stays as it is")
+        }
         await applyConfiguration(new)
         logger.info(
             "configuration reloaded",

@@ -1,6 +1,6 @@
 import Glibc
 
-/// Where the metrics HTTP listener listens (`metrics-listen`): an IPv4 address and a port
+/// Where an HTTP listener listens (`metrics-listen`, `http-listen`): an IPv4 address and a port
 /// (`127.0.0.1:9464`), or an IPv6 address in brackets and a port (`[::1]:9464`). Addresses are
 /// literals, never names to resolve; port 0 takes any free port (the log says which).
 public struct MetricsAddress: Sendable, Hashable, CustomStringConvertible {
@@ -15,10 +15,12 @@ public struct MetricsAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Parses `ADDRESS:PORT` or `[IPV6-ADDRESS]:PORT`.
-    public init(parsing text: String) throws(ConfigValue.Problem) {
+    /// Parses `ADDRESS:PORT` or `[IPV6-ADDRESS]:PORT`; `examplePort` is the port the error's
+    /// examples show (the key's usual one).
+    public init(parsing text: String, examplePort: Int = 9464) throws(ConfigValue.Problem) {
         let problem = ConfigValue.Problem(
-            message: "'\(text)' is not an IP address and port such as 127.0.0.1:9464 or [::1]:9464")
+            message:
+                "'\(text)' is not an IP address and port such as 127.0.0.1:\(examplePort) or [::1]:\(examplePort) (or off)")
         let host: Substring
         let port: Substring
         if text.hasPrefix("[") {
