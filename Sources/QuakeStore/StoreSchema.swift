@@ -485,6 +485,12 @@ enum StoreSchema {
             }
             try fill()
         }
+        migrator.registerMigration("v16-history-quake-index") { db in
+            // HistoryImages.fillDeferred finds a changed quake's deferred inserts by quake: without
+            // this index SQLite probed historyChanges once per deferred token (one a transaction
+            // that inserted, kept until history's purge) for every changed quake.
+            try db.execute(sql: "CREATE INDEX historyChanges_quakeId ON historyChanges (quakeId, token)")
+        }
         return migrator
     }
 }
@@ -520,7 +526,9 @@ enum HistoryImages {
     }
 
     /// The inserts of deferred-image transactions (see migration v8) whose quake the transaction
-    /// `?1` changes or deletes: their images become the values before that change.
+    /// `?1` changes or deletes: their images become the values before that change. Each changed
+    /// quake's rows are found by the index on (quakeId, token) (migration v16), the deferred
+    /// tokens only a filter on them (`+h.token`: not the loop, which probed every deferred token).
     static let fillDeferred: String = {
         let before = zip(QuakeImage.historyColumns, QuakeImage.columns).map { column, field in
             // atOld holds FieldValues: the member is the field's kind's (QuakeRecord.fields).
@@ -535,7 +543,7 @@ enum HistoryImages {
             UPDATE historyChanges AS h SET \(assigned(QuakeImage.columns)) = (\(before.joined(separator: ", ")))
             FROM historyChanges AS c
             WHERE c.token = ?1 AND c.kind <> 'insert' AND h.quakeId = c.quakeId
-                AND h.token IN (SELECT token FROM historyDeferredImages) AND h.atTime IS NULL
+                AND +h.token IN (SELECT token FROM historyDeferredImages) AND h.atTime IS NULL
             """
     }()
 
