@@ -171,33 +171,39 @@ extension QuakeStore {
     ) async throws -> SourceImportReport {
         let cache = associatorCache
         let commitSignal = commitSignal
-        let (report, entry) = try await pool.write { db -> (SourceImportReport, AssociatorCache.Entry) in
-            let run = try Row.fetchOne(
-                db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
-                arguments: [name])
-            var recorder = try HistoryRecorder(
-                db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
-            let result = try db.associateSourceItems(
-                name, batches: [items], position: nil, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
-            // The source's last run stays the last run's (NULL when it has not run yet).
-            try db.execute(
-                sql: "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",
-                arguments: [run?[0] as Int64?, run?[1] as Int64?, run?[2] as String?, run?[3] as String?, name])
-            let report = result.0
-            try db.execute(
-                sql: """
-                    UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
-                        eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
-                        lastToken = coalesce(?, lastToken)
-                    WHERE id = ?
-                    """,
-                arguments: [
-                    windowEnd, max(span, 1), report.items, report.applied, report.token, id,
-                ])
-            return result
+        let report: SourceImportReport
+        do {
+            report = try await pool.write { db -> SourceImportReport in
+                let run = try Row.fetchOne(
+                    db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
+                    arguments: [name])
+                var recorder = try HistoryRecorder(
+                    db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
+                let result = try db.associateSourceItems(
+                    name, batches: [items], position: nil, query: query, association: association, now: now,
+                    expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+                // The source's last run stays the last run's (NULL when it has not run yet).
+                try db.execute(
+                    sql:
+                        "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",
+                    arguments: [run?[0] as Int64?, run?[1] as Int64?, run?[2] as String?, run?[3] as String?, name])
+                let report = result
+                try db.execute(
+                    sql: """
+                        UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
+                            eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
+                            lastToken = coalesce(?, lastToken)
+                        WHERE id = ?
+                        """,
+                    arguments: [
+                        windowEnd, max(span, 1), report.items, report.applied, report.token, id,
+                    ])
+                return result
+            }
+        } catch {
+            restoreAssociatorAfterRollback()
+            throw error
         }
-        cache.store(entry)
         return report
     }
 

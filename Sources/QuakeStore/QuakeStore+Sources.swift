@@ -80,8 +80,16 @@ public struct SourceState: Sendable, Hashable {
 ///
 /// The entry is valid only for the configuration it was built with and for the tables as the
 /// import that built it left them: the `associationState` table's generation, which every source
-/// import counts up, says whether another store value or process has written since. The entry is
-/// replaced only after a transaction commits, so a failed import leaves the old one.
+/// import counts up, says whether another store value or process has written since.
+///
+/// An import takes the entry out (``take()``), so that the associator is the import's alone and
+/// changes in place (kept in the cache as well, its first change would copy all of it). The new
+/// entry is kept when the transaction commits, before the writer's next transaction; when it
+/// rolls back, the associator is restored from the tables as the rollback left them
+/// (``QuakeStore/restoreAssociatorAfterRollback()``, by the caller of the write once it has
+/// failed: SQLite refuses reads in the rollback's callback), so a failed import leaves one equal
+/// to the old. Until then, or when the restore finds changes to publish, the cache is empty and
+/// the next import restores.
 final class AssociatorCache: Sendable {
     struct Entry: Sendable {
         var configuration: AssociationConfiguration
@@ -89,10 +97,32 @@ final class AssociatorCache: Sendable {
         var associator: Associator
     }
 
-    private let state = NIOLockedValueBox<(entry: Entry?, failBeforeCommit: Bool)>((nil, false))
+    private let state = NIOLockedValueBox<(entry: Entry?, failBeforeCommit: Bool, restore: AssociationConfiguration?)>(
+        (nil, false, nil))
 
     var entry: Entry? {
         state.withLockedValue { $0.entry }
+    }
+
+    /// Takes the entry out, leaving none.
+    func take() -> Entry? {
+        state.withLockedValue { state in
+            defer { state.entry = nil }
+            return state.entry
+        }
+    }
+
+    /// A rolled-back import took the entry: ``QuakeStore/restoreAssociatorAfterRollback()`` restores
+    /// it from the tables with `configuration`.
+    func requestRestore(_ configuration: AssociationConfiguration) {
+        state.withLockedValue { $0.restore = configuration }
+    }
+
+    func takeRestoreRequest() -> AssociationConfiguration? {
+        state.withLockedValue { state in
+            defer { state.restore = nil }
+            return state.restore
+        }
     }
 
     /// Keeps `entry` unless a newer generation is already kept (two imports finishing out of order).
@@ -161,16 +191,41 @@ extension QuakeStore {
     ) async throws -> SourceImportReport {
         let cache = associatorCache
         let commitSignal = commitSignal
-        let (report, entry) = try await pool.write { db -> (SourceImportReport, AssociatorCache.Entry) in
-            var recorder = try HistoryRecorder(
-                db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
-            return try db.associateSourceItems(
-                name, batches: [items], position: position, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+        let report: SourceImportReport
+        do {
+            report = try await pool.write { db -> SourceImportReport in
+                var recorder = try HistoryRecorder(
+                    db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
+                return try db.associateSourceItems(
+                    name, batches: [items], position: position, query: query, association: association, now: now,
+                    expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+            }
+        } catch {
+            restoreAssociatorAfterRollback()
+            throw error
         }
-        // Committed: the associator in memory is the tables' now.
-        cache.store(entry)
         return report
+    }
+
+    /// After a write that failed: when its transaction rolled back a source import's associator
+    /// (taken out of the cache), restores the associator from the tables as the rollback left
+    /// them, unless the restore finds changes to publish (then the next import restores and
+    /// publishes them). Another import may have committed since: the cache keeps the newer one.
+    func restoreAssociatorAfterRollback() {
+        guard let configuration = associatorCache.takeRestoreRequest() else { return }
+        guard
+            let (generation, snapshot) = try? pool.read({ db in
+                (
+                    try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!,
+                    try Self.associationSnapshot(db)
+                )
+            })
+        else { return }
+        let restored = Associator.restore(snapshot, configuration: configuration)
+        guard restored.changes.isEmpty else { return }
+        associatorCache.store(
+            AssociatorCache.Entry(configuration: configuration, generation: generation, associator: restored.associator)
+        )
     }
 
     /// Keeps a failed run's error for status (lastAttempt, lastError); the position stays.
@@ -288,7 +343,9 @@ extension QuakeStore {
         func checkEvent() throws {
             guard let id = event, let preferred, mismatched < 20 else { return }
             let (agency, contributors) = contributorFields(preferred: preferred, members: members)
-            guard let row = try Row.fetchOne(db, sql: "SELECT agency, contributors FROM quakes WHERE id = ?", arguments: [id])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT agency, contributors FROM quakes WHERE id = ?", arguments: [id])
             else { return }
             if row[1] as String? != contributors {
                 mismatched += 1
@@ -463,22 +520,25 @@ extension Database {
     /// the usgs report that superseded it: an event deleted because it lost that report is
     /// published as superseded by the event now holding the winner.
     ///
-    /// Returns the report and the associator to keep once the transaction commits.
+    /// The associator is kept in `cache` once the transaction commits; on a rollback the cache
+    /// asks for a restore (``QuakeStore/restoreAssociatorAfterRollback()``, the caller's).
     func associateSourceItems(
         _ name: String, batches: [[SourceItem]], position: Int64?, query: String?,
         association: AssociationConfiguration, now: Date, expireBefore: Int64?, cache: AssociatorCache,
         recorder: inout HistoryRecorder, usgsSupersededBy: [String: String] = [:]
-    ) throws -> (SourceImportReport, AssociatorCache.Entry) {
+    ) throws -> SourceImportReport {
         let db = self
         var importer = try SourceImport(db: db, name: name, now: now)
         importer.usgsSupersededBy = usgsSupersededBy
         let nowMilliseconds = QuakeStore.milliseconds(now)
         let bootstrapped = try QuakeStore.enterAssociationMode(db)
+        // The associator is taken out of the cache below: a rollback asks for it back.
+        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in cache.requestRestore(association) })
 
         // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
         let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
         var associator: Associator
-        if let kept = cache.entry, kept.generation == generation, kept.configuration == association {
+        if let kept = cache.take(), kept.generation == generation, kept.configuration == association {
             associator = kept.associator
         } else {
             let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
@@ -569,11 +629,12 @@ extension Database {
         report.updated = committed.updated
         report.deleted = committed.deleted
         report.superseded = committed.superseded
+        // Committed, the associator is the tables' (kept before the writer's next transaction).
+        let entry = AssociatorCache.Entry(
+            configuration: association, generation: generation + 1, associator: associator)
+        db.afterNextTransaction(onCommit: { _ in cache.store(entry) })
         if cache.takeFailure() { throw InjectedSourceImportFailure() }
-        return (
-            report,
-            AssociatorCache.Entry(configuration: association, generation: generation + 1, associator: associator)
-        )
+        return report
     }
 }
 
@@ -721,7 +782,8 @@ struct SourceImport {
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
                 preferred: event.preferred.source == QuakeStore.usgsSource)
         }
-        (feature.agency, feature.contributors) = QuakeStore.contributorFields(preferred: event.preferred, members: members)
+        (feature.agency, feature.contributors) = QuakeStore.contributorFields(
+            preferred: event.preferred, members: members)
         try publish(feature, recorder: &recorder)
     }
 

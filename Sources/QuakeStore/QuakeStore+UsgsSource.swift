@@ -152,12 +152,13 @@ extension Database {
     /// `usgsReports` changed (`collected`) become items of source `usgs` (retractions first, then
     /// reports, so that a report superseding another under a new id founds its own event as in
     /// plain mode), associated and published with the transaction's history (`author`, `source`).
-    /// Returns `report` with the counts of the published history, and the associator to keep.
+    /// Returns `report` with the counts of the published history (the associator is kept once
+    /// the transaction commits, see ``associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
     func associateUsgsChanges(
         _ collected: CollectedChanges, report: ImportReport, author: HistoryAuthor, now: Date,
         expireBefore: Int64?, association: AssociationConfiguration, cache: AssociatorCache,
         commitSignal: CommitSignal
-    ) throws -> (ImportReport, AssociatorCache.Entry) {
+    ) throws -> ImportReport {
         var retractions: [SourceItem] = []
         var reports: [SourceItem] = []
         for id in collected.ids.sorted() {
@@ -175,7 +176,7 @@ extension Database {
         }
         var recorder = try HistoryRecorder(
             db: self, author: author, source: report.source, now: now, commitSignal: commitSignal)
-        let (published, entry) = try associateSourceItems(
+        let published = try associateSourceItems(
             QuakeStore.usgsSource, batches: [retractions, reports], position: nil, query: report.source,
             association: association, now: now, expireBefore: expireBefore, cache: cache, recorder: &recorder,
             usgsSupersededBy: collected.supersededBy)
@@ -185,6 +186,6 @@ extension Database {
         report.updated = published.updated
         report.superseded = published.superseded
         report.deleted = published.deleted - published.superseded
-        return (report, entry)
+        return report
     }
 }

@@ -133,50 +133,55 @@ public struct QuakeStore: Sendable {
         let storeID = storeID
         let commitSignal = commitSignal
         let cache = associatorCache
-        var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
-            group.addTask {
-                // Parses the document as it arrives (QuakeFeed), for the import to apply.
-                await pipe.produce(maxBytes: maxBytes, produce)
-                return nil
-            }
-            group.addTask {
-                defer { pipe.closeConsumer() }
-                do {
-                    let (report, entry) = try await pool.write { db -> (ImportReport, AssociatorCache.Entry?) in
-                        let associated = try Self.isAssociationMode(db)
-                        var feedImport = try FeedImport(
-                            db: db, report: ImportReport(store: storeID, source: source), now: now,
-                            expireBefore: expireBefore, author: author, commitSignal: commitSignal,
-                            tables: associated ? .usgsReports : .quakes)
-                        var report = try feedImport.run(pipe: pipe)
-                        var entry: AssociatorCache.Entry?
-                        if associated, let collected = feedImport.recorder.collected {
-                            (report, entry) = try db.associateUsgsChanges(
-                                collected, report: report, author: author, now: now,
-                                expireBefore: expiringBefore.map { Self.milliseconds($0) },
-                                association: association ?? cache.entry?.configuration ?? AssociationConfiguration(),
-                                cache: cache, commitSignal: commitSignal)
-                        }
-                        try finish(db, report)
-                        return (report, entry)
-                    }
-                    // Committed: the associator in memory is the tables' now.
-                    if let entry { cache.store(entry) }
-                    return report
-                } catch is CancellationError {
-                    throw ImportError(kind: .cancelled, message: "the import was cancelled")
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
-                    throw ImportError(kind: .cancelled, message: "the import was cancelled")
-                } catch let error as DatabaseError {
-                    throw ImportError(
-                        kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
+        var report: ImportReport
+        do {
+            report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
+                group.addTask {
+                    // Parses the document as it arrives (QuakeFeed), for the import to apply.
+                    await pipe.produce(maxBytes: maxBytes, produce)
+                    return nil
                 }
+                group.addTask {
+                    defer { pipe.closeConsumer() }
+                    do {
+                        let report = try await pool.write { db -> ImportReport in
+                            let associated = try Self.isAssociationMode(db)
+                            var feedImport = try FeedImport(
+                                db: db, report: ImportReport(store: storeID, source: source), now: now,
+                                expireBefore: expireBefore, author: author, commitSignal: commitSignal,
+                                tables: associated ? .usgsReports : .quakes)
+                            var report = try feedImport.run(pipe: pipe)
+                            if associated, let collected = feedImport.recorder.collected {
+                                report = try db.associateUsgsChanges(
+                                    collected, report: report, author: author, now: now,
+                                    expireBefore: expiringBefore.map { Self.milliseconds($0) },
+                                    association: association ?? cache.entry?.configuration
+                                        ?? AssociationConfiguration(),
+                                    cache: cache, commitSignal: commitSignal)
+                            }
+                            try finish(db, report)
+                            return report
+                        }
+                        return report
+                    } catch is CancellationError {
+                        throw ImportError(kind: .cancelled, message: "the import was cancelled")
+                    } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+                        throw ImportError(kind: .cancelled, message: "the import was cancelled")
+                    } catch let error as DatabaseError {
+                        throw ImportError(
+                            kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
+                    }
+                }
+                var report: ImportReport?
+                for try await result in group {
+                    if let result { report = result }
+                }
+                return report!
             }
-            var report: ImportReport?
-            for try await result in group {
-                if let result { report = result }
-            }
-            return report!
+        } catch {
+            // A rolled-back association took the associator out of the cache.
+            restoreAssociatorAfterRollback()
+            throw error
         }
         report.durationMs = Int((ContinuousClock.now - started) / .milliseconds(1))
         return report
