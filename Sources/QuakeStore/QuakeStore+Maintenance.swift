@@ -145,8 +145,10 @@ extension QuakeStore {
     }
 
     static func fetchQuake(_ db: Database, id: String) throws -> FeedFeature? {
-        try Row.fetchOne(db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?", arguments: [id])
-            .map { QuakeColumns.feature(from: $0) }
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?"), arguments: [id]
+        )
+        .map { QuakeColumns.feature(from: $0) }
     }
 
     static func unique(_ ids: [String]) -> [String] {

@@ -649,7 +649,6 @@ struct SourceImport {
     /// updated or deleted (see ``republishNamesakes(associator:recorder:)``).
     private var published: Set<String> = []
     private var changedIDs: Set<String> = []
-    private let encoder = JSONEncoder()
     /// Usgs reports deleted as superseded, and the usgs report that superseded each (see
     /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
     var usgsSupersededBy: [String: String] = [:]
@@ -664,30 +663,44 @@ struct SourceImport {
     /// or none.
     func write(_ key: ReportKey, report: SourceReport?, event: String?, tombstone: Int64?) throws {
         if let report, let event {
-            let links = String(decoding: try encoder.encode(report.links), as: UTF8.self)
-            try db.execute(
+            let links = Self.linksJSON(report.links)
+            try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO reports (source, id, agency, time, latitude, longitude, depth, magnitude,
                         magnitudeType, place, eventType, evaluationMode, evaluationStatus, updated, links, event)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     report.source, report.id, report.agency, report.time, report.latitude, report.longitude,
                     report.depth, report.magnitude, report.magnitudeType, report.place, report.eventType,
                     report.evaluationMode?.rawValue, report.evaluationStatus?.rawValue, report.updated, links, event,
                 ])
         } else {
-            try db.execute(
-                sql: "DELETE FROM reports WHERE source = ? AND id = ?", arguments: [key.source, key.id])
+            try db.cachedStatement(sql: "DELETE FROM reports WHERE source = ? AND id = ?")
+                .execute(arguments: [key.source, key.id])
         }
         if let tombstone {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)",
-                arguments: [key.source, key.id, tombstone])
+            try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)"
+            )
+            .execute(arguments: [key.source, key.id, tombstone])
         } else {
-            try db.execute(
-                sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?", arguments: [key.source, key.id])
+            try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?")
+                .execute(arguments: [key.source, key.id])
         }
+    }
+
+    /// A report's `links` as the JSON array of strings a `JSONEncoder` wrote (decoded alike).
+    static func linksJSON(_ links: [String]) -> String {
+        if links.isEmpty { return "[]" }
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, link) in links.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            CanonicalJSON.string(link, to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Writes each changed event and its quake row, recording the row's change.
@@ -697,17 +710,19 @@ struct SourceImport {
             switch change {
             case .created(let event), .updated(let event):
                 if case .created = change { lastCreated = max(lastCreated, Int64(clamping: event.created)) }
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId)
                         VALUES (?, ?, ?, ?)
-                        """,
+                        """
+                ).execute(
                     arguments: [event.id, Int64(clamping: event.created), event.preferred.source, event.preferred.id])
                 var members: [SourceReport] = []
                 for key in event.reports {
-                    try db.execute(
-                        sql: "UPDATE reports SET event = ? WHERE source = ? AND id = ? AND event <> ?",
-                        arguments: [event.id, key.source, key.id, event.id])
+                    try db.cachedStatement(
+                        sql: "UPDATE reports SET event = ? WHERE source = ? AND id = ? AND event <> ?"
+                    )
+                    .execute(arguments: [event.id, key.source, key.id, event.id])
                     if let report = associator.report(key) { members.append(report) }
                 }
                 try publish(event, members: members, associator: associator, recorder: &recorder)
@@ -718,12 +733,12 @@ struct SourceImport {
                     survivor = associator.event(containing: ReportKey(source: QuakeStore.usgsSource, id: winner))?.id
                     if survivor == id { survivor = nil }
                 }
-                try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM sourceEvents WHERE id = ?").execute(arguments: [id])
                 guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
                 try recorder.recordDelete(
                     Tombstone(of: quake), reason: survivor == nil ? .deletedUpstream : .superseded,
                     supersededBy: survivor, row: quake)
-                try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?").execute(arguments: [id])
             }
         }
     }
@@ -737,7 +752,8 @@ struct SourceImport {
         for id in changedIDs.sorted() {
             holders.formUnion(
                 try String.fetchAll(
-                    db, sql: "SELECT DISTINCT event FROM reports WHERE id = ? AND event <> ?", arguments: [id, id]))
+                    db.cachedStatement(sql: "SELECT DISTINCT event FROM reports WHERE id = ? AND event <> ?"),
+                    arguments: [id, id]))
         }
         for id in holders.subtracting(published).sorted() {
             guard let event = associator.event(id: id) else { continue }
@@ -793,15 +809,15 @@ struct SourceImport {
         if let stored = try QuakeStore.fetchQuake(db, id: feature.id) {
             let fields = QuakeColumns.changes(from: stored, to: feature)
             guard !fields.isEmpty else { return }
-            try db.execute(
-                sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1",
-                arguments: StatementArguments(values))
+            try db.cachedStatement(sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1")
+                .execute(arguments: StatementArguments(values))
             if stored.ids != feature.ids { try indexAliases(of: feature, replacing: true) }
             try recorder.recordUpdate(id: feature.id, fields: fields)
         } else {
-            try db.execute(
-                sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))",
-                arguments: StatementArguments(values))
+            try db.cachedStatement(
+                sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))"
+            )
+            .execute(arguments: StatementArguments(values))
             try indexAliases(of: feature, replacing: false)
             try recorder.recordInsert(id: feature.id)
         }
@@ -810,12 +826,11 @@ struct SourceImport {
     /// The alias index (`quakeAliases`) keeps every other id a row lists.
     private func indexAliases(of feature: FeedFeature, replacing: Bool) throws {
         if replacing {
-            try db.execute(sql: "DELETE FROM quakeAliases WHERE quakeId = ?", arguments: [feature.id])
+            try db.cachedStatement(sql: "DELETE FROM quakeAliases WHERE quakeId = ?").execute(arguments: [feature.id])
         }
         for alias in feature.otherIDs {
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)",
-                arguments: [alias, feature.id])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
+                .execute(arguments: [alias, feature.id])
         }
     }
 }

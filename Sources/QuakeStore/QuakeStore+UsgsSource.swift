@@ -59,7 +59,6 @@ extension QuakeStore {
                 """)
         let insertEvent = try db.makeStatement(
             sql: "INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId) VALUES (?, ?, ?, ?)")
-        let encoder = JSONEncoder()
         let rows = try Row.fetchCursor(db, sql: "SELECT \(QuakeColumns.list) FROM quakes ORDER BY time, id")
         while let row = try rows.next() {
             guard let report = usgsReport(from: QuakeColumns.feature(from: row)) else { continue }
@@ -68,7 +67,7 @@ extension QuakeStore {
                 report.source, report.id, report.agency, report.time, report.latitude, report.longitude,
                 report.depth, report.magnitude, report.magnitudeType, report.place, report.eventType,
                 report.evaluationMode?.rawValue, report.evaluationStatus?.rawValue, report.updated,
-                String(decoding: try encoder.encode(report.links), as: UTF8.self), report.id,
+                SourceImport.linksJSON(report.links), report.id,
             ])
             try insertEvent.execute(arguments: [report.id, created, usgsSource, report.id])
         }
@@ -102,8 +101,10 @@ extension QuakeStore {
 
     /// The `usgsReports` row `id`.
     static func usgsReportRow(_ db: Database, id: String) throws -> FeedFeature? {
-        try Row.fetchOne(db, sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?", arguments: [id])
-            .map { QuakeColumns.feature(from: $0) }
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?"), arguments: [id]
+        )
+        .map { QuakeColumns.feature(from: $0) }
     }
 
     /// An event's row (`feature`, made by ``feature(of:members:now:isOtherEvent:)``) with the
