@@ -36,7 +36,7 @@ public struct QuakedCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("source"),
         help: ArgumentHelp(
-            "An agency to follow: 'NAME fdsn URL [KEY=VALUE ...]' (see quaked.conf(5)). Repeatable; runs beside the summary feed and the catalog.",
+            "An agency to follow: 'NAME KIND URL [KEY=VALUE ...]', KIND fdsn, emsc or geonet (see quaked.conf(5)). Repeatable; runs beside the summary feed and the catalog.",
             valueName: "source"))
     var sources: [String] = []
 
