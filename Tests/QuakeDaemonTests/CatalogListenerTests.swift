@@ -140,9 +140,9 @@ extension EndToEnd {
 
                 // A burst of bad requests, garbage and more connections than the limit at once.
                 let port = try #require(Int(base.split(separator: ":").last!.dropLast()))
-                var held: [ProbeConnection] = []
+                var held: [TCPProbe] = []
                 for i in 0..<40 {
-                    let connection = try ProbeConnection(port: port)
+                    let connection = try TCPProbe(port: port)
                     switch i % 4 {
                     case 0: try? connection.send("NOT HTTP AT ALL\r\n\r\n")
                     case 1: try? connection.send("GET /feeds/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -279,16 +279,16 @@ extension EndToEnd {
                 let port = try #require(Int(url.split(separator: ":").last!.split(separator: "/").first!))
                 let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                 // 32 connections, each served (a keep-alive answer read): all admitted.
-                var admitted: [ProbeConnection] = []
+                var admitted: [TCPProbe] = []
                 for _ in 0..<32 {
-                    let connection = try ProbeConnection(port: port)
+                    let connection = try TCPProbe(port: port)
                     try connection.send(request)
                     let answer = String(decoding: try await connection.receive(upTo: 64), as: UTF8.self)
                     #expect(answer.hasPrefix("HTTP/1.1 200 OK"), "\(answer)")
                     admitted.append(connection)
                 }
                 // The 33rd is closed at once, unanswered.
-                let extra = try ProbeConnection(port: port)
+                let extra = try TCPProbe(port: port)
                 try? extra.send(request)
                 #expect(try await extra.receive(upTo: 64).isEmpty, "the 33rd connection was answered")
                 extra.close()
@@ -366,67 +366,6 @@ extension EndToEnd {
             let response = try await client.execute(request, timeout: .seconds(30))
             let body = try await response.body.collect(upTo: 64 << 20)
             return (response.status, response.headers, String(buffer: body))
-        }
-    }
-}
-
-/// A plain TCP connection to 127.0.0.1, for clients HTTP libraries will not be: garbage, held
-/// open, over a limit.
-final class ProbeConnection {
-    private var descriptor: Int32
-
-    init(port: Int) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard status == 0 else {
-            let error = errno
-            Glibc.close(descriptor)
-            throw POSIXError(.init(rawValue: error) ?? .EIO)
-        }
-    }
-
-    deinit { close() }
-
-    func send(_ text: String) throws {
-        let bytes = Array(text.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-            sent += n
-        }
-    }
-
-    /// One read of at most `count` bytes, waiting up to 10 s without blocking a thread; empty at
-    /// end of file (or when the peer reset the connection).
-    func receive(upTo count: Int) async throws -> [UInt8] {
-        let deadline = ContinuousClock.now + .seconds(10)
-        var buffer = [UInt8](repeating: 0, count: count)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, Int32(MSG_DONTWAIT)) }
-            if n >= 0 { return Array(buffer.prefix(n)) }
-            let error = errno
-            if error == ECONNRESET { return [] }
-            guard error == EAGAIN || error == EWOULDBLOCK, ContinuousClock.now < deadline else {
-                throw POSIXError(.init(rawValue: error) ?? .EIO)
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    func close() {
-        if descriptor >= 0 {
-            Glibc.close(descriptor)
-            descriptor = -1
         }
     }
 }

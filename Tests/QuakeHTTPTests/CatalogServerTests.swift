@@ -21,7 +21,7 @@ import Testing
         }
     }
 
-    static func version(_ connection: RawHTTPConnection) async throws -> String {
+    static func version(_ connection: TCPProbe) async throws -> String {
         try connection.send("GET /fdsnws/event/1/version HTTP/1.1\r\nHost: test\r\n\r\n")
         return String(decoding: try await connection.receive(upTo: 4096), as: UTF8.self)
     }
@@ -29,14 +29,14 @@ import Testing
     @Test("at most 32 connections at once: the next is closed unanswered, and a freed place is taken again")
     func connectionLimit() async throws {
         try await Self.withServer { socket, _ in
-            var open: [RawHTTPConnection] = []
+            var open: [TCPProbe] = []
             for _ in 0..<CatalogHTTPServer.maxConnections {
-                let connection = try RawHTTPConnection(port: socket.port)
+                let connection = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
                 let answer = try await Self.version(connection)
                 #expect(answer.hasSuffix("\r\n\r\n1.2.0\n"))
                 open.append(connection)
             }
-            let extra = try RawHTTPConnection(port: socket.port)
+            let extra = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
             try? extra.send("GET /fdsnws/event/1/version HTTP/1.1\r\nHost: test\r\n\r\n")
             let unanswered = try? await extra.receive(upTo: 4096)
             #expect(unanswered?.isEmpty == true, "closed without an answer: \(String(describing: unanswered))")
@@ -45,7 +45,7 @@ import Testing
             var answered = false
             for _ in 0..<50 where !answered {
                 try await Task.sleep(for: .milliseconds(100))
-                let again = try RawHTTPConnection(port: socket.port)
+                let again = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
                 answered = (try? await Self.version(again))?.hasSuffix("1.2.0\n") == true
             }
             #expect(answered)
@@ -57,14 +57,14 @@ import Testing
     @Test("cancelling run() ends it promptly with a keep-alive connection open, and stops listening")
     func shutdown() async throws {
         try await Self.withServer { socket, task in
-            let connection = try RawHTTPConnection(port: socket.port)
+            let connection = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
             let answer = try await Self.version(connection)
             #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
             let started = ContinuousClock.now
             task.cancel()
             _ = try? await task.value
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(throws: (any Error).self) { try RawHTTPConnection(port: socket.port) }
+            #expect(throws: (any Error).self) { try TCPProbe(port: socket.port, receiveBufferSize: 4096) }
         }
     }
 }

@@ -291,7 +291,7 @@ import Testing
         try await Catalog.with(fixtures: fixtures) { catalog in
             // A raw socket that sends the request and reads only the first bytes.
             let port = try #require(Int(catalog.base.split(separator: ":").last ?? ""))
-            let stalled = try RawHTTPConnection(port: port)
+            let stalled = try TCPProbe(port: port, receiveBufferSize: 4096)
             try stalled.send("GET \(Self.path)query HTTP/1.1\r\nHost: test\r\n\r\n")
             let start = try await stalled.receive(upTo: 4096)
             #expect(String(decoding: start, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))

@@ -4,16 +4,19 @@ import Foundation
     import Glibc
 #endif
 
-/// A plain TCP connection to 127.0.0.1, for a client that misbehaves (stops reading).
-final class RawHTTPConnection {
+/// A plain TCP connection to 127.0.0.1, for clients an HTTP library will not be: one that sends
+/// garbage, holds a connection open, goes over a limit, or stops reading.
+public final class TCPProbe {
     private var descriptor: Int32
 
-    init(port: Int) throws {
+    /// `receiveBufferSize`: a small receive buffer (SO_RCVBUF), so that a server writing to a
+    /// probe that does not read meets back pressure early.
+    public init(port: Int, receiveBufferSize: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        // A small receive buffer, so the server meets back pressure early.
-        var size: Int32 = 4096
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if var size = receiveBufferSize {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -32,25 +35,28 @@ final class RawHTTPConnection {
 
     deinit { close() }
 
-    func send(_ text: String) throws {
+    /// Sends all of `text` (a closed peer is an error, never SIGPIPE).
+    public func send(_ text: String) throws {
         let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard n > 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
             sent += n
         }
     }
 
-    /// One read of at most `count` bytes, waiting up to 10 s without blocking a thread (the
-    /// server's handlers run on the same cooperative pool as the test); empty at end of file.
-    func receive(upTo count: Int) async throws -> [UInt8] {
+    /// One read of at most `count` bytes, waiting up to 10 s without blocking a thread (a server
+    /// under test may run on the same cooperative pool); empty at end of file, or when the peer
+    /// reset the connection.
+    public func receive(upTo count: Int) async throws -> [UInt8] {
         let deadline = ContinuousClock.now + .seconds(10)
         var buffer = [UInt8](repeating: 0, count: count)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, Int32(MSG_DONTWAIT)) }
             if n >= 0 { return Array(buffer.prefix(n)) }
             let error = errno
+            if error == ECONNRESET { return [] }
             guard error == EAGAIN || error == EWOULDBLOCK, ContinuousClock.now < deadline else {
                 throw POSIXError(.init(rawValue: error) ?? .EIO)
             }
@@ -58,7 +64,7 @@ final class RawHTTPConnection {
         }
     }
 
-    func close() {
+    public func close() {
         if descriptor >= 0 {
             Glibc.close(descriptor)
             descriptor = -1
