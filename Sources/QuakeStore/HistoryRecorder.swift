@@ -157,12 +157,12 @@ struct HistoryRecorder {
             guard let current = self.token else { return CommittedChanges() }
             token = current
             let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
-                        total(reason = 'superseded'), total(reason = 'deleted-upstream')
-                    FROM historyChanges WHERE token = ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT total(kind = 'insert'), total(kind = 'update'), total(kind = 'delete'),
+                            total(reason = 'superseded'), total(reason = 'deleted-upstream')
+                        FROM historyChanges WHERE token = ?
+                        """),
                 arguments: [token])!
             committed = CommittedChanges(
                 token: token, inserted: Int(row[0] as Double), updated: Int(row[1] as Double),
@@ -170,7 +170,7 @@ struct HistoryRecorder {
                 deletedUpstream: Int(row[4] as Double))
             if committed.inserted + committed.updated + committed.deleted == 0 {
                 // Every change cancelled out. (The commit signal still fires: a spurious wake-up.)
-                try db.execute(sql: "DELETE FROM historyTransactions WHERE token = ?", arguments: [token])
+                try db.cachedStatement(sql: "DELETE FROM historyTransactions WHERE token = ?").execute(arguments: [token])
                 try db.execute(
                     sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'historyTransactions'",
                     arguments: [token - 1])
@@ -184,35 +184,33 @@ struct HistoryRecorder {
             // inserted row saved: a backfill window inserts thousands).
             let thisToken: StatementArguments = [token]
             if committed.updated > 0 {
-                try db.execute(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind = 'update'", arguments: thisToken)
+                try db.cachedStatement(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind = 'update'").execute(arguments: thisToken)
             }
             if committed.deleted > 0 {
-                try db.execute(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'", arguments: thisToken)
+                try db.cachedStatement(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'").execute(arguments: thisToken)
             }
             if committed.updated > 0 {
-                try db.execute(sql: HistoryImages.fillOldValues + " WHERE token = ? AND kind = 'update'", arguments: thisToken)
+                try db.cachedStatement(sql: HistoryImages.fillOldValues + " WHERE token = ? AND kind = 'update'").execute(arguments: thisToken)
             }
             if committed.updated + committed.deleted > 0,
-                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM historyDeferredImages)") == true
+                try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM historyDeferredImages)")) == true
             {
-                try db.execute(sql: HistoryImages.fillDeferred, arguments: thisToken)
+                try db.cachedStatement(sql: HistoryImages.fillDeferred).execute(arguments: thisToken)
             }
             if committed.inserted > 0 {
-                try db.execute(sql: "INSERT INTO historyDeferredImages (token) VALUES (?)", arguments: thisToken)
+                try db.cachedStatement(sql: "INSERT INTO historyDeferredImages (token) VALUES (?)").execute(arguments: thisToken)
             }
         }
-        try db.execute(
-            sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?",
-            arguments: [committed.inserted, committed.updated, committed.deleted, token])
+        try db.cachedStatement(sql: "UPDATE historyTransactions SET inserted = ?, updated = ?, deleted = ? WHERE token = ?")
+            .execute(arguments: [committed.inserted, committed.updated, committed.deleted, token])
         if QuakeStore.checksHistory { try QuakeStore.checkTransaction(db, token: token) }
         return committed
     }
 
     private mutating func currentToken() throws -> HistoryToken {
         if let token { return token }
-        try db.execute(
-            sql: "INSERT INTO historyTransactions (author, timestamp, source) VALUES (?, ?, ?)",
-            arguments: [author.rawValue, timestamp, source])
+        try db.cachedStatement(sql: "INSERT INTO historyTransactions (author, timestamp, source) VALUES (?, ?, ?)")
+            .execute(arguments: [author.rawValue, timestamp, source])
         let token = db.lastInsertedRowID
         self.token = token
         let commitSignal = commitSignal

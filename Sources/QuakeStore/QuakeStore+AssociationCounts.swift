@@ -87,7 +87,7 @@ extension Database {
         var membersBefore: [String: [ReportKey]] = [:]
         var eventBefore: [ReportKey: String] = [:]
         for id in touched where !created.contains(id) {
-            let keys = try Row.fetchAll(self, sql: "SELECT source, id FROM reports WHERE event = ?", arguments: [id])
+            let keys = try Row.fetchAll(cachedStatement(sql: "SELECT source, id FROM reports WHERE event = ?"), arguments: [id])
                 .map { ReportKey(source: $0[0], id: $0[1]) }
             membersBefore[id] = keys
             for key in keys { eventBefore[key] = id }
@@ -104,12 +104,12 @@ extension Database {
                 if before.contains(where: { $0.source != key.source }) { joined += 1 }
             }
         }
-        try execute(
+        try cachedStatement(
             sql: """
                 UPDATE associationState SET joined = joined + ?, created = created + ?, merged = merged + ?,
                     split = split + ?
-                """,
-            arguments: [joined, created.count, merged, split])
+                """
+        ).execute(arguments: [joined, created.count, merged, split])
     }
 }
 

@@ -536,7 +536,7 @@ extension Database {
         db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in cache.requestRestore(association) })
 
         // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
-        let generation = try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!
+        let generation = try Int64.fetchOne(db.cachedStatement(sql: "SELECT generation FROM associationState"))!
         var associator: Associator
         if let kept = cache.take(), kept.generation == generation, kept.configuration == association {
             associator = kept.associator
@@ -606,22 +606,22 @@ extension Database {
         // Retractions are remembered for the retention horizon.
         let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
         _ = associator.purgeTombstones(olderThan: cutoff)
-        try db.execute(sql: "DELETE FROM reportTombstones WHERE updated < ?", arguments: [cutoff])
+        try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE updated < ?").execute(arguments: [cutoff])
 
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
                 VALUES (?1, ?2, ?3, ?3, NULL, ?4)
                 ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
                     lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
                     lastQuery = excluded.lastQuery
-                """,
-            arguments: [name, position, nowMilliseconds, query])
-        try db.execute(
+                """
+        ).execute(arguments: [name, position, nowMilliseconds, query])
+        try db.cachedStatement(
             sql: """
                 UPDATE associationState SET generation = generation + 1, lastCreated = max(lastCreated, ?)
-                """,
-            arguments: [importer.lastCreated])
+                """
+        ).execute(arguments: [importer.lastCreated])
 
         let committed = try recorder.finish()
         report.token = committed.token

@@ -25,7 +25,7 @@ extension QuakeStore {
     }
 
     static func isAssociationMode(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT associated FROM associationState") == true
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT associated FROM associationState")) == true
     }
 
     /// Enters association mode, once: the USGS rows of a plain-mode store become `usgs` reports,
