@@ -106,6 +106,14 @@ extension EndToEnd {
                                 && metrics.value(
                                     "quaked_source_catch_ups_total", ["source": "emsc", "result": "success"]) == 1
                         }
+                        // The delay from each report's lastupdate to its commit: the catch-up's report
+                        // (4 hours old) and the two pushed ones (within the hour), not the bad messages.
+                        let delays = try await Self.metrics(daemon)
+                        let emsc = ["source": "emsc"]
+                        let bucket = "quaked_source_report_delay_seconds_bucket"
+                        #expect(delays.value("quaked_source_report_delay_seconds_count", emsc) == 3)
+                        #expect(delays.value(bucket, emsc.merging(["le": "3600.0"]) { $1 }) == 2)
+                        #expect(delays.value(bucket, emsc.merging(["le": "+Inf"]) { $1 }) == 3)
 
                         // Published while the socket is down (never sent over it), plus a copy of a
                         // pushed report: the reconnect's catch-up brings the one, the other stays one.

@@ -214,12 +214,68 @@ import Varlink
         #expect(names.contains("quaked_feed_last_success_timestamp_seconds"))
         #expect(names.contains("quaked_client_lag_seconds"))
         #expect(names.contains("quaked_feed_consecutive_failures"))
-        let families = try Self.families()
+        // With a push source's stream too (QuakedSourceSilent reads quaked_source_connected).
+        let registry = try Self.populated()
+        registry.sources.recordStream("emsc", connected: true)
+        let families = try Exposition(registry.text()).types
+        #expect(families["quaked_source_connected"] != nil)
         for name in names { #expect(families[Self.family(name, in: families)] != nil, "\(name) is not exported") }
         try #require(Promtool.isInstalled, "promtool is not installed: run scripts/install-deps")
         let check = try await Promtool.checkRules(file.path)
         #expect(check.status == 0, "\(check.output)")
-        #expect(check.output.contains("4 rules found"), "\(check.output)")
+        #expect(check.output.contains("6 rules found"), "\(check.output)")
+    }
+
+    /// `promtool test rules` on the rules' unit tests (quaked-alerts.test.yml): QuakedSourceSilent
+    /// fires for a polled source 15 minutes after its last success and not before, not for a
+    /// connected push source whose catch-up is old, and for one disconnected 5 minutes.
+    @Test func theAlertRulesPassTheirPromtoolUnitTests() async throws {
+        let rules = try String(
+            contentsOf: Self.packaging.appendingPathComponent("prometheus/quaked-alerts.yml"), encoding: .utf8)
+        #expect(Self.metricNames(in: rules).contains("quaked_source_connected"))
+        #expect(Self.metricNames(in: rules).contains("quaked_source_last_success_timestamp_seconds"))
+        let tests = Self.packaging.appendingPathComponent("prometheus/quaked-alerts.test.yml")
+        let text = try String(contentsOf: tests, encoding: .utf8)
+        #expect(text.contains("alertname: QuakedSourceSilent"))
+        try #require(Promtool.isInstalled, "promtool is not installed: run scripts/install-deps")
+        let result = try await ChildProcess.run(
+            "/bin/sh", ["-c", "cd \"$(dirname \"$1\")\" && exec \"$0\" test rules \"$1\"", Promtool.path, tests.path])
+        let output = result.stdout + result.stderr
+        #expect(result.status == 0, "\(output)")
+        #expect(output.contains("SUCCESS"), "\(output)")
+        #expect(!output.contains("FAILED"), "\(output)")
+    }
+
+    /// quaked_source_report_delay_seconds: one observation per report (not per retraction, not
+    /// for a report without `updated`), from its `updated` to the commit, made with the first.
+    @Test func theReportDelayHistogramObservesEachReport() throws {
+        let registry = Registry(version: "9.9.9")
+        registry.sources.configureSources(["emsc"])
+        #expect(!registry.text().contains("quaked_source_report_delay_seconds"))
+        let committed = Date(timeIntervalSince1970: 1_700_000_000)
+        let now: Int64 = 1_700_000_000_000
+        registry.sources.recordReportDelays(
+            "emsc", updated: [now - 300, now - 4_000, now - 7_200_000, now + 5_000], committedAt: committed)
+        let metrics = try Exposition(registry.text())
+        let source = ["source": "emsc"]
+        #expect(metrics.value("quaked_source_report_delay_seconds_count", source) == 4)
+        #expect(metrics.value("quaked_source_report_delay_seconds_sum", source) == 7_204.3)
+        func bucket(_ le: String) -> Double? {
+            metrics.value("quaked_source_report_delay_seconds_bucket", source.merging(["le": le]) { $1 })
+        }
+        #expect(bucket("0.5") == 2)
+        #expect(bucket("5.0") == 3)
+        #expect(bucket("3600.0") == 3)
+        #expect(bucket("+Inf") == 4)
+
+        // quaked(8) and the operations guide list it, and the alert on a silent source.
+        let page = Mdoc.section("METRICS", of: try ManPageTests.page("quaked.8"))
+        let guide = try String(
+            contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        for text in [page, guide] {
+            #expect(text.contains("quaked_source_report_delay_seconds"))
+            #expect(text.contains("QuakedSourceSilent"))
+        }
     }
 
     @Test func theGrafanaDashboardIsJSONAndNamesOnlyExportedSeries() throws {

@@ -78,6 +78,15 @@ extension EndToEnd {
                     let reports = try daemon.withStore { try $0.reports(ofEvent: joint.id) }
                     #expect(Set(reports.map(\.source)) == ["alpha", "beta"])
                     #expect(quakes.contains { $0.id == "bb0002" })
+                    // The delay from each report's updated to its commit: alpha's one report, 30
+                    // minutes old; beta's text answers carry no update time, so nothing for beta.
+                    let metrics = try Exposition(try await daemon.call(IOQuaked.Metrics.self, .init()).text)
+                    let alphaDelay = ["source": "alpha"]
+                    let bucket = "quaked_source_report_delay_seconds_bucket"
+                    #expect(metrics.value("quaked_source_report_delay_seconds_count", alphaDelay) == 1)
+                    #expect(metrics.value(bucket, alphaDelay.merging(["le": "900.0"]) { $1 }) == 0)
+                    #expect(metrics.value(bucket, alphaDelay.merging(["le": "3600.0"]) { $1 }) == 1)
+                    #expect(metrics.value("quaked_source_report_delay_seconds_count", ["source": "beta"]) == nil)
 
                     // The queries: each service in its format, ordered by time, with nodata=204 and
                     // the filters; the first run's updatedafter is a day back (since=1d).

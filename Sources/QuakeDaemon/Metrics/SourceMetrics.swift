@@ -9,7 +9,9 @@ import QuakeStreams
 /// A source's series exist from its configuration on (its runs at 0), so that an alert on
 /// failures sees it before its first run. An emsc source's runs are its catch-ups; its websocket
 /// has series of its own (``recordStream(_:counters:connected:lastMessage:)``), made when the
-/// stream first reports.
+/// stream first reports. `quaked_source_report_delay_seconds` is a histogram of the time from each
+/// report's own `updated` to the commit of the import that held it
+/// (``recordReportDelays(_:updated:committedAt:)``), made with its first observation.
 public final class SourceMetrics: Sendable {
     private struct Series {
         var runs: [Bool: CoreMetrics.Counter]
@@ -17,6 +19,7 @@ public final class SourceMetrics: Sendable {
         var skipped: CoreMetrics.Counter
         var lastSuccess: CoreMetrics.Meter?
         var stream: Stream?
+        var reportDelay: CoreMetrics.Timer?
     }
 
     /// An emsc source's websocket.
@@ -64,8 +67,34 @@ public final class SourceMetrics: Sendable {
         metricName: "source_last_message_timestamp", unit: "seconds",
         help: "When each push source's last websocket message arrived, in seconds since the epoch.")
 
+    static let reportDelayFamily = QuakedMetrics.Family(
+        metricName: "source_report_delay", unit: "seconds",
+        help:
+            "Time from each report's own update time (lastupdate) to the commit of the source's import that held it (reports with one, not retractions)."
+    )
+    static let reportDelayBuckets = QuakedMetrics.buckets([0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600])
+
     public init(_ metrics: QuakedMetrics) {
         self.metrics = metrics
+    }
+
+    /// An import of `name`'s reports committed at `committedAt`: observes, for each report's
+    /// `updated` (ms since the epoch), the time from it to the commit (0 for one in the future,
+    /// a clock ahead of ours). The series is made with the first observation.
+    public func recordReportDelays(_ name: String, updated: [Int64], committedAt: Date) {
+        guard !updated.isEmpty else { return }
+        let committed = Int64((committedAt.timeIntervalSince1970 * 1000).rounded(.down))
+        series.withLockedValue { all in
+            var series = all[name] ?? make(name)
+            let delay =
+                series.reportDelay
+                ?? metrics.timer(Self.reportDelayFamily, [("source", name)], buckets: Self.reportDelayBuckets)
+            for value in updated {
+                delay.recordNanoseconds(min(max(0, committed - value), Int64.max / 1_000_000) * 1_000_000)
+            }
+            series.reportDelay = delay
+            all[name] = series
+        }
     }
 
     /// Makes the series of the sources not seen yet.
@@ -112,7 +141,7 @@ public final class SourceMetrics: Sendable {
         series.withLockedValue { all in
             var series = all[name] ?? make(name)
             let label = [("source", name)]
-            var stream =
+            let stream =
                 series.stream
                 ?? Stream(
                     messages: metrics.counter(Self.messagesFamily, label),

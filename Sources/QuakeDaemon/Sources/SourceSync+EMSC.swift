@@ -109,9 +109,11 @@ extension SourceSync {
             let stored = try store.sourcePosition(name)
             let newest = items.compactMap(\.updated).max()
             let position = [stored, newest].compactMap { $0 }.max()
-            return try await store.importSource(
+            let report = try await store.importSource(
                 name, items: items, position: position, query: query, association: settings.association, now: now,
                 expiringBefore: settings.eventRetention.map { now - $0.timeInterval })
+            observeReportDelays(items, report)
+            return report
         }
     }
 

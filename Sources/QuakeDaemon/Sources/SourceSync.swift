@@ -270,6 +270,7 @@ final class SourceSync: Service, Sendable {
                         source.name, items: answer.items, position: start, query: queryURL.absoluteString,
                         association: settings.association, now: startedAt,
                         expiringBefore: settings.eventRetention.map { startedAt - $0.timeInterval })
+                    observeReportDelays(answer.items, report)
                 }
                 if let newValidators { validators.withLockedValue { $0 = newValidators } }
             } catch is CancellationError {
@@ -291,6 +292,19 @@ final class SourceSync: Service, Sendable {
         await record(outcome, startedAt: startedAt)
         runDone(source.name, outcome)
         return outcome
+    }
+
+    /// After an import of `items` committed: `quaked_source_report_delay_seconds`, the time from
+    /// each report's `updated` to now, for the reports (not retractions, and not reports without
+    /// an `updated`, such as GeoNet's). Nothing when the import changed nothing (`applied` 0: every
+    /// item a stale or equal copy); otherwise every report of the batch, since the store does not
+    /// say which of them were stale copies.
+    func observeReportDelays(_ items: [SourceItem], _ report: SourceImportReport) {
+        guard let metrics, report.applied > 0 else { return }
+        let updated = items.compactMap { item -> Int64? in
+            if case .report(let report) = item { report.updated } else { nil }
+        }
+        metrics.recordReportDelays(name, updated: updated, committedAt: Date())
     }
 
     /// Keeps the status, logs the run, records a failure in the store.
