@@ -313,23 +313,54 @@ public final class EMSCStream: Sendable {
         let upgraded = Shared(false)
         let abandoned = Shared<String?>(nil)
         let timeout = configuration.handshakeTimeout
-        let outcome = await withTaskGroup(of: Void.self) { tasks -> Outcome in
-            tasks.addTask {
-                // Wakes at the timeout, or at once when cancelled (the connection's end, or run's).
-                try? await Task.sleep(for: timeout)
-                let stop = upgraded.withLock { $0 } ? nil : Task.isCancelled ? "cancelled" : "no websocket upgrade within \(timeout)"
-                guard let stop else { return }
-                abandoned.withLock { $0 = $0 ?? stop }
-                try? await group.shutdownGracefully()
+        let grace = configuration.closeTimeout
+        // The session's outcome, or nil when it is given up on. The session runs as a task of its
+        // own because a shutdown of its loop that comes before WSClient has scheduled its connect
+        // (NIO: "Cannot schedule tasks on an EventLoop that has already shut down") leaves
+        // WSClient waiting for ever; a session not ended `grace` after the shutdown is left
+        // behind (its loop is gone: it can do nothing more), so that it never holds `run`.
+        let (ends, end) = AsyncStream<Outcome?>.makeStream()
+        let session = Task {
+            end.yield(
+                await self.session(connection, group: group, upgraded: upgraded, catchUp: catchUp, deliver: deliver))
+        }
+        let ended: Outcome? = await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { tasks -> Outcome? in
+                tasks.addTask {
+                    // Wakes at the timeout, or at once when cancelled (the connection's end, or run's).
+                    try? await Task.sleep(for: timeout)
+                    let stop =
+                        upgraded.withLock { $0 } ? nil : Task.isCancelled ? "cancelled" : "no websocket upgrade within \(timeout)"
+                    guard let stop else { return }
+                    abandoned.withLock { $0 = $0 ?? stop }
+                    try? await group.shutdownGracefully()
+                    // Not a child: the give-up must come even when this task is cancelled.
+                    Task {
+                        try? await Task.sleep(for: grace)
+                        end.yield(nil)
+                    }
+                }
+                var first: Outcome?
+                for await value in ends {
+                    first = value
+                    break
+                }
+                // Ended (or given up on): the watchdog's shutdown is harmless now.
+                abandoned.withLock { $0 = $0 ?? "ended" }
+                tasks.cancelAll()
+                return first
             }
-            let outcome = await self.session(
-                connection, group: group, upgraded: upgraded, catchUp: catchUp, deliver: deliver)
-            // Ended: the watchdog's shutdown is harmless now.
-            abandoned.withLock { $0 = $0 ?? "ended" }
-            tasks.cancelAll()
-            return outcome
+        } onCancel: {
+            session.cancel()
         }
         try? await group.shutdownGracefully()
+        guard let outcome = ended else {
+            let reason = abandoned.withLock { $0 } ?? "cancelled"
+            logger.warning(
+                "the websocket connection did not end after its event loop was shut down; left behind",
+                metadata: ["source.connection": "\(connection)", "source.reason": "\(reason)"])
+            return Outcome(upgraded: false, reason: reason)
+        }
         if let reason = abandoned.withLock({ $0 }), reason != "ended", !outcome.upgraded {
             return Outcome(upgraded: false, reason: reason)
         }
