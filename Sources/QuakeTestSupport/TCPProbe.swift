@@ -46,11 +46,12 @@ public final class TCPProbe {
         }
     }
 
-    /// One read of at most `count` bytes, waiting up to 10 s without blocking a thread (a server
+    /// One read of at most `count` bytes, waiting up to 60 s without blocking a thread (a server
     /// under test may run on the same cooperative pool); empty at end of file, or when the peer
     /// reset the connection.
     public func receive(upTo count: Int) async throws -> [UInt8] {
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: CI runs every suite at once on two cores.
+        let deadline = ContinuousClock.now + .seconds(60)
         var buffer = [UInt8](repeating: 0, count: count)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, Int32(MSG_DONTWAIT)) }

@@ -213,7 +213,12 @@ public struct WatchCommand: AsyncParsableCommand {
                 try await watcher.run(stop: stop, health: health) { try await printer.deliver($0) }
             }
             defer { group.cancelAll() }
-            try await group.next()
+            do {
+                try await group.next()
+            } catch is CancellationError where stop.isRequested {
+                // Stopped by a signal: whichever part noticed it first may end with a
+                // CancellationError; the watch ends as stopped (exit 0), its cache as committed.
+            }
         }
     }
 }
