@@ -220,9 +220,6 @@ public final class FeedScheduler: Service, Sendable {
             }
             let delay = await pullOnce(feed).delay
             due = ContinuousClock.now + delay
-            state.withLockedValue { state in
-                state.feeds[feed.name]?.status.nextPull = Date().addingTimeInterval(delay.timeInterval)
-            }
         }
     }
 
@@ -303,6 +300,15 @@ public final class FeedScheduler: Service, Sendable {
             } else {
                 runtime.status.consecutiveFailures += 1
             }
+            if case .failed(let failure) = result {
+                let retryAfter = failure.retryAfter.map {
+                    Duration.milliseconds(Int64(max(0, $0.timeIntervalSinceNow) * 1000))
+                }
+                delay = policy.delayAfterFailure(runtime.status.consecutiveFailures, retryAfter: retryAfter)
+            }
+            // Shown with the result it follows from: a status that reports this pull's failure
+            // already names when the next pull is.
+            runtime.status.nextPull = Date().addingTimeInterval(delay.timeInterval)
             let waiters = runtime.waiters
             runtime.waiters = []
             // Refreshes that asked during this pull joined it: their wake-up is spent. (Callers
@@ -314,7 +320,6 @@ public final class FeedScheduler: Service, Sendable {
         }
         if case .failed(let failure) = result {
             let retryAfter = failure.retryAfter.map { Duration.milliseconds(Int64(max(0, $0.timeIntervalSinceNow) * 1000)) }
-            delay = policy.delayAfterFailure(failures, retryAfter: retryAfter)
             // Logged once when a feed starts failing; repeats go to debug until it recovers.
             let level: Logger.Level = failures == 1 ? .warning : .debug
             var metadata = failure.logMetadata
