@@ -239,18 +239,8 @@ extension EndToEnd {
 
         @Test("started by systemd-socket-activate with a socket named http, quaked serves the catalog and /metrics on it")
         func socketActivation() async throws {
-            try await withTemporaryDirectory { dir in
-                let socketPath = dir.appendingPathComponent("activated.sock").path
-                let (port, _) = try loopbackPort()
-                let activator = try ChildProcess(
-                    "/usr/bin/systemd-socket-activate",
-                    [
-                        "-l", "127.0.0.1:\(port)", "-l", socketPath, "--fdname=http:varlink",
-                        BuiltProducts.path("quaked"), "--state-dir", dir.appendingPathComponent("state").path,
-                        "--socket", dir.appendingPathComponent("unused.sock").path,
-                        "--feed", Self.small.absoluteString, "--interval", "1h",
-                    ])
-                try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: socketPath) }
+            try await withSocketActivatedQuaked(fdname: "http", feed: Self.small) {
+                port, socketPath in
                 // The first request starts quaked.
                 try await withHTTPClient(readTimeout: .seconds(30)) { client in
                     let version = try await Self.request(client, "http://127.0.0.1:\(port)/fdsnws/event/1/version")
@@ -263,9 +253,6 @@ extension EndToEnd {
                 // The other socket is the control socket.
                 let text = try UnixSocketClient(path: socketPath).call(IOQuaked.Metrics.self, .init()).text
                 #expect(text.contains("quaked_history_head_token"), "\(text)")
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("unused.sock").path))
-                activator.signal(SIGTERM)
-                #expect(try await activator.wait() == 0)
             }
         }
 

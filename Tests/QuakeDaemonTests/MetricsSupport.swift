@@ -147,3 +147,29 @@ func loopbackPort(family: Int32 = AF_INET, keepOpen: Bool = false) throws -> (po
     close(fd)
     return (port, nil)
 }
+
+/// quaked started by `systemd-socket-activate` with two sockets: a TCP port on 127.0.0.1 named
+/// `fdname` and the control socket named `varlink`. The first connection to either starts it.
+/// `body` gets the port and the control socket's path; afterwards quaked must have served the
+/// control socket passed in (not its own `--socket`) and must stop cleanly on SIGTERM.
+func withSocketActivatedQuaked(
+    fdname: String, feed: URL, _ body: (_ port: Int, _ controlSocket: String) async throws -> Void
+) async throws {
+    try await withTemporaryDirectory { dir in
+        let socketPath = dir.appendingPathComponent("activated.sock").path
+        let (port, _) = try loopbackPort()
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", "127.0.0.1:\(port)", "-l", socketPath, "--fdname=\(fdname):varlink",
+                BuiltProducts.path("quaked"), "--state-dir", dir.appendingPathComponent("state").path,
+                "--socket", dir.appendingPathComponent("unused.sock").path,
+                "--feed", feed.absoluteString, "--interval", "1h",
+            ])
+        try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: socketPath) }
+        try await body(port, socketPath)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("unused.sock").path))
+        activator.signal(SIGTERM)
+        #expect(try await activator.wait() == 0)
+    }
+}

@@ -11,7 +11,7 @@ import QuakeStore
 import QuakeTestSupport
 import Testing
 
-/// A real store filled from real USGS feeds, served by a real CatalogHTTPServer on 127.0.0.1,
+/// A real store filled from real USGS feeds, served by a real HTTPServer on 127.0.0.1,
 /// asked over real HTTP (AsyncHTTPClient).
 struct Catalog {
     let store: QuakeStore
@@ -34,8 +34,8 @@ struct Catalog {
         try await withTemporaryDirectory { directory in
             let store = try QuakeStore(directory: directory)
             for fixture in fixtures { _ = try await store.importFile(Fixtures.usgs(fixture)) }
-            let socket = try await CatalogHTTPServer.open(host: "127.0.0.1", port: 0)
-            let server = CatalogHTTPServer(
+            let socket = try await HTTPServer.open(host: "127.0.0.1", port: 0)
+            let server = HTTPServer(
                 socket: socket, router: CatalogRouter(store: store, routes: routes, clock: { now }),
                 logger: Logger(label: "quaked.http.test"))
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -7,13 +7,13 @@ import Testing
 
 /// The server itself: its connection limit and its shutdown.
 @Suite struct CatalogServerTests {
-    static func withServer(_ body: (CatalogHTTPServer.Socket, Task<Void, any Error>) async throws -> Void) async throws {
+    static func withServer(_ body: (HTTPServer.Socket, Task<Void, any Error>) async throws -> Void) async throws {
         try await withTemporaryDirectory { directory in
             let store = try QuakeStore(directory: directory)
             defer { try? store.close() }
-            let socket = try await CatalogHTTPServer.open(port: 0)
+            let socket = try await HTTPServer.open(port: 0)
             #expect(socket.localAddress == "127.0.0.1:\(socket.port)", "loopback by default")
-            let server = CatalogHTTPServer(
+            let server = HTTPServer(
                 socket: socket, router: CatalogRouter(store: store), logger: Logger(label: "quaked.http.test"))
             let task = Task { try await server.run() }
             defer { task.cancel() }
@@ -30,7 +30,7 @@ import Testing
     func connectionLimit() async throws {
         try await Self.withServer { socket, _ in
             var open: [TCPProbe] = []
-            for _ in 0..<CatalogHTTPServer.maxConnections {
+            for _ in 0..<HTTPServer.maxConnections {
                 let connection = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
                 let answer = try await Self.version(connection)
                 #expect(answer.hasSuffix("\r\n\r\n1.2.0\n"))

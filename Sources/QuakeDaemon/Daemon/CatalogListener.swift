@@ -1,5 +1,3 @@
-import CSystemd
-import Glibc
 import Logging
 import NIOHTTP1
 import QuakeHTTP
@@ -7,7 +5,7 @@ import QuakeStore
 import ServiceLifecycle
 
 /// The merged catalog served over HTTP (`http-listen`, or the socket systemd passes with
-/// `FileDescriptorName=http`): QuakeHTTP's ``CatalogHTTPServer`` over the daemon's store, run as
+/// `FileDescriptorName=http`): QuakeHTTP's ``HTTPServer`` with a ``CatalogRouter`` over the daemon's store, run as
 /// a service. docs/http.md says what it serves.
 ///
 /// Its failure is logged and never stops the daemon: run it with `.ignore` termination
@@ -16,15 +14,15 @@ struct CatalogListener: Service {
     /// The `FileDescriptorName=` of the socket systemd passes for the catalog.
     static let fileDescriptorName = "http"
 
-    let server: CatalogHTTPServer
+    let server: HTTPServer
     let logger: Logger
 
     /// Serves `socket` from `store`; with `metrics`, `/metrics` too (the metrics listener's
     /// answer: QuakedMetrics' content type and text, GET and HEAD only).
-    init(socket: CatalogHTTPServer.Socket, store: QuakeStore, metrics: (@Sendable () async -> String)?, logger: Logger) {
+    init(socket: HTTPServer.Socket, store: QuakeStore, metrics: (@Sendable () async -> String)?, logger: Logger) {
         var routes: [String: HTTPHandler] = [:]
-        if let metrics { routes["/metrics"] = Self.metricsHandler(metrics) }
-        server = CatalogHTTPServer(socket: socket, router: CatalogRouter(store: store, routes: routes), logger: logger)
+        if let metrics { routes[MetricsListener.path] = MetricsListener.handler(metrics) }
+        server = HTTPServer(socket: socket, router: CatalogRouter(store: store, routes: routes), logger: logger)
         self.logger = logger
     }
 
@@ -42,20 +40,6 @@ struct CatalogListener: Service {
                 metadata: ["error": "\(error)"])
         }
     }
-
-    static func metricsHandler(_ render: @escaping @Sendable () async -> String) -> HTTPHandler {
-        { request, writer in
-            guard request.method == .GET || request.method == .HEAD else {
-                var headers = HTTPHeaders()
-                headers.add(name: "Allow", value: "GET, HEAD")
-                return try await writer.respond(
-                    .methodNotAllowed, headers: headers, body: "method not allowed: use GET or HEAD\n")
-            }
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: QuakedMetrics.contentType)
-            try await writer.respond(.ok, headers: headers, body: await render())
-        }
-    }
 }
 
 /// The daemon's HTTP listening sockets, opened before it says it is ready: the metrics
@@ -67,7 +51,7 @@ struct CatalogListener: Service {
 struct HTTPListeners: Sendable {
     /// The metrics listener's own socket; nil when off or served by the catalog's server.
     var metrics: MetricsListener.Socket?
-    var catalog: CatalogHTTPServer.Socket?
+    var catalog: HTTPServer.Socket?
     /// Whether the catalog's server answers `/metrics` as well.
     var catalogServesMetrics: Bool
 
@@ -99,20 +83,15 @@ struct HTTPListeners: Sendable {
         }
     }
 
-    private static func openCatalog(address: MetricsAddress?, activated: CInt?) async throws -> CatalogHTTPServer.Socket? {
+    private static func openCatalog(address: MetricsAddress?, activated: CInt?) async throws -> HTTPServer.Socket? {
         do {
             if let fd = activated {
-                guard sd_is_socket(fd, AF_UNSPEC, CInt(SOCK_STREAM.rawValue), 1) > 0 else {
-                    throw MetricsListener.StartupError(
-                        description:
-                            "the socket systemd passed as \(CatalogListener.fileDescriptorName) (fd \(fd)) is not a listening stream socket"
-                    )
-                }
-                return try await CatalogHTTPServer.open(descriptor: fd)
+                return try await MetricsListener.openActivated(
+                    fd, name: CatalogListener.fileDescriptorName, serving: "the catalog")
             }
             guard let address else { return nil }
-            return try await CatalogHTTPServer.open(host: address.host, port: address.port)
-        } catch let error as CatalogHTTPServer.StartupError {
+            return try await HTTPServer.open(host: address.host, port: address.port, setting: "http-listen")
+        } catch let error as HTTPServer.StartupError {
             // quaked exits 78 on the metrics listener's error: the same for this one.
             throw MetricsListener.StartupError(description: error.description)
         }

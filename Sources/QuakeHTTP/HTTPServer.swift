@@ -9,17 +9,17 @@ import NIOPosix
     import Glibc
 #endif
 
-/// A small HTTP/1.1 server for a ``CatalogRouter``: the listener `http-listen` opens.
+/// quaked's small HTTP/1.1 server: the catalog's (`http-listen`, a ``CatalogRouter``) and the
+/// metrics listener's (`metrics-listen`) are each one of these, with their own handler.
 ///
 /// HTTP is NIO's (`configureHTTPServerPipeline`: parsing, pipelining, keep-alive, 400 for what
 /// does not parse), gzip NIOHTTPCompression's (a 200 is compressed when the request's
 /// `Accept-Encoding` takes gzip or deflate; each piece of a streamed body is flushed compressed).
-/// As quaked's metrics listener: at most ``maxConnections`` connections are served at once
-/// (more are closed at once), and a connection that neither reads nor writes for
-/// ``idleTimeout`` is closed (an idle keep-alive connection, or a client that stopped reading a
-/// long answer). Bodies are streamed with back pressure: nothing is written ahead of what the
-/// socket takes.
-public final class CatalogHTTPServer: Sendable {
+/// At most ``maxConnections`` connections are served at once (more are closed at once), and a
+/// connection that neither reads nor writes for ``idleTimeout`` is closed (an idle keep-alive
+/// connection, or a client that stopped reading a long answer). Bodies are streamed with back
+/// pressure: nothing is written ahead of what the socket takes.
+public final class HTTPServer: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
     public static let maxConnections = 32
@@ -50,24 +50,36 @@ public final class CatalogHTTPServer: Sendable {
                 self.localAddress = "?"
             }
         }
+
+        /// Closes it unserved (when the daemon does not start after all).
+        public func close() async {
+            try? await channel.executeThenClose { _ in }
+        }
     }
 
     private let socket: Socket
-    private let router: CatalogRouter
+    private let handler: HTTPHandler
     private let logger: Logger
     private let connections = NIOLockedValueBox(0)
 
-    public init(socket: Socket, router: CatalogRouter, logger: Logger) {
+    /// Serves `socket`, every request through `handler`.
+    public init(socket: Socket, handler: @escaping HTTPHandler, logger: Logger) {
         self.socket = socket
-        self.router = router
+        self.handler = handler
         self.logger = logger
+    }
+
+    /// Serves `socket` with `router`'s catalog.
+    public convenience init(socket: Socket, router: CatalogRouter, logger: Logger) {
+        self.init(socket: socket, handler: router.respond, logger: logger)
     }
 
     public var localAddress: String { socket.localAddress }
     public var port: Int { socket.port }
 
-    /// Opens a listening socket on `host` (loopback unless told otherwise) and `port` (0: any free one).
-    public static func open(host: String = "127.0.0.1", port: Int) async throws -> Socket {
+    /// Opens a listening socket on `host` (loopback unless told otherwise) and `port` (0: any free
+    /// one). `setting` names what asked for it in the error (`http-listen: cannot listen on ...`).
+    public static func open(host: String = "127.0.0.1", port: Int, setting: String = "http-listen") async throws -> Socket {
         do {
             let address = try SocketAddress(ipAddress: host, port: port)
             return try await open(bootstrap: { bootstrap, initializer in
@@ -75,18 +87,19 @@ public final class CatalogHTTPServer: Sendable {
             })
         } catch {
             let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-            throw StartupError(description: "http-listen: cannot listen on \(shown): \(reason(error))")
+            throw StartupError(description: "\(setting): cannot listen on \(shown): \(reason(error))")
         }
     }
 
-    /// Serves a listening socket passed in by descriptor (systemd's socket activation).
-    public static func open(descriptor: CInt) async throws -> Socket {
+    /// Serves a listening socket passed in by descriptor (systemd's socket activation); `serving`
+    /// names what it is for in the error (`cannot serve HTTP on ...`).
+    public static func open(descriptor: CInt, serving: String = "HTTP") async throws -> Socket {
         do {
             return try await open(bootstrap: { bootstrap, initializer in
                 try await bootstrap.bind(descriptor, childChannelInitializer: initializer)
             })
         } catch {
-            throw StartupError(description: "cannot serve HTTP on descriptor \(descriptor): \(reason(error))")
+            throw StartupError(description: "cannot serve \(serving) on the socket systemd passed (fd \(descriptor)): \(reason(error))")
         }
     }
 
@@ -164,8 +177,7 @@ public final class CatalogHTTPServer: Sendable {
                         guard let head = request else { continue }
                         request = nil
                         let writer = ConnectionWriter(outbound: outbound, request: head)
-                        try await router.respond(
-                            to: HTTPRequest(method: head.method, uri: head.uri, headers: head.headers), writer: writer)
+                        try await handler(HTTPRequest(method: head.method, uri: head.uri, headers: head.headers), writer)
                         if !head.isKeepAlive { return }
                     }
                 }
@@ -175,7 +187,8 @@ public final class CatalogHTTPServer: Sendable {
         }
     }
 
-    private static func reason(_ error: any Error) -> String {
+    /// What went wrong, as a person reads it: the errno's text for a system call's failure.
+    public static func reason(_ error: any Error) -> String {
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         return "\(error)"
     }
@@ -202,7 +215,7 @@ private final class ConnectionWriter: HTTPResponseWriter, @unchecked Sendable {
         if !request.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         // An answer to HEAD has no body, so nothing to compress (the compressor would write
         // gzip's header and trailer as one).
-        if request.method == .HEAD { headers.add(name: CatalogHTTPServer.noCompressionMarker, value: "1") }
+        if request.method == .HEAD { headers.add(name: HTTPServer.noCompressionMarker, value: "1") }
         return HTTPResponseHead(version: request.version, status: status, headers: headers)
     }
 
