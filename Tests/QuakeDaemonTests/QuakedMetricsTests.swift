@@ -295,7 +295,21 @@ import Varlink
         }
         collect(dashboard)
         #expect(expressions.count >= 15)
-        let families = try Self.families()
+        // With the series made later too: a push source's stream, report delays, the association.
+        let registry = try Self.populated()
+        registry.sources.recordStream("emsc", connected: true, lastMessage: 1_700_000_000_000)
+        registry.sources.recordReportDelays(
+            "emsc", updated: [1_699_999_990_000], committedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        AssociationMetrics(registry.metrics).update(AssociationCounts(joined: 3, created: 5, merged: 1, split: 1))
+        let families = try Exposition(registry.text()).types
+        for family in [
+            "quaked_source_messages_total", "quaked_source_bad_messages_total", "quaked_source_reconnects_total",
+            "quaked_source_catch_ups_total", "quaked_source_connected", "quaked_source_last_message_timestamp_seconds",
+            "quaked_source_report_delay_seconds", "quaked_association_joined_reports_total",
+            "quaked_association_events_total",
+        ] {
+            #expect(families[family] != nil, "\(family) is not exported")
+        }
         var named: Set<String> = []
         for expression in expressions {
             let names = Self.metricNames(in: expression)
