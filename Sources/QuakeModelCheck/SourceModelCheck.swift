@@ -2,6 +2,9 @@ import Foundation
 import QuakeAssociation
 import QuakeFeed
 import QuakeModel
+// The agencies' readers (a dependency of QuakeTestSupport's, so built before this module): the
+// push checks read pushed messages and catch-up pages with the daemon's own readers.
+import QuakeSources
 import QuakeStore
 import QuakeTestSupport
 
@@ -24,6 +27,19 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     /// `quakectl delete` of these ids (events or not): each event goes with its reports, which
     /// leave retraction tombstones at their `updated`.
     case delete([String])
+    /// Pushed (PushModelCheck): one batch of EMSC websocket messages, one per report (`create`
+    /// the first time, `update` after), each read by `EMSCMessageReader` as the stream reads it,
+    /// and imported as the daemon delivers a batch: one `importSource` whose position is the
+    /// newest `updated` stored or in the batch (SourceSync+EMSC.swift's `importReports`).
+    case push(source: String, reports: [SourceReport])
+    /// A catch-up's query (PushModelCheck): the agency's FDSN service answers with the newest
+    /// version of each of its events (`catalog`) updated after the source's position as stored
+    /// now less `overlap` (no position: all of them). The answer waits for its import
+    /// (``catchUpImport``); pushes may be imported in between.
+    case catchUpAsk(source: String, catalog: [SourceReport], overlap: Int64, format: CatchUpFormat)
+    /// The oldest catch-up answer waiting: written in its format, read by the format's reader,
+    /// imported as a catch-up (position as a push's). Nothing when none waits (a restart drops them).
+    case catchUpImport
 
     public var description: String {
         switch self {
@@ -40,8 +56,25 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
             return "switch to the other store value on the file"
         case .delete(let ids):
             return "delete \(ids.joined(separator: " "))"
+        case .push(let source, let reports):
+            return "push to \(source) (\(reports.count) messages):\n"
+                + reports.map { "      - \(SourceModelCheck.describe(.report($0)))" }.joined(separator: "\n")
+        case .catchUpAsk(let source, let catalog, let overlap, let format):
+            return
+                "catch-up of \(source) asks (\(format.rawValue), overlap \(overlap) ms); the service's newest versions:\n"
+                + catalog.map { "      - \(SourceModelCheck.describe(.report($0)))" }.joined(separator: "\n")
+        case .catchUpImport:
+            return "the oldest catch-up answer waiting is imported"
         }
     }
+}
+
+/// The format of a catch-up answer (the emsc kind's `catch-up=` service's `format=`).
+public enum CatchUpFormat: String, Hashable, Sendable, CaseIterable {
+    /// QuakeML 1.2 (`QuakeMLWriter`, read by `QuakeMLReader`).
+    case quakeML = "QuakeML"
+    /// EMSC's `format=json` FeatureCollection (read by `EMSCGeoJSONReader`).
+    case emscJSON = "EMSC GeoJSON"
 }
 
 /// A generated case: the sources in configuration order (the first preferred), and the steps.
@@ -65,12 +98,16 @@ public struct SourceShape: Sendable {
     /// Whether cases hold retention passes: an expired event goes with its reports (no
     /// tombstones), and later imports run under the retention (reports older than it left out).
     public var expiry = true
+    /// Push cases (PushModelCheck): one source is EMSC's push kind (`emsc`), whose reports come
+    /// as pushed messages and catch-up answers, between the other sources' polls.
+    public var push = false
 
-    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = true) {
+    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = true, push: Bool = false) {
         self.steps = steps
         self.quakes = quakes
         self.runSize = runSize
         self.expiry = expiry
+        self.push = push
     }
 }
 
@@ -115,7 +152,28 @@ public struct SourceModelCheckResult: Sendable {
     public var multiSourceEvents = 0
     /// Events holding two reports of one source (through an id link), summed over the steps.
     public var linkedTwins = 0
+    /// Push cases: batches of pushed messages, and messages in them.
+    public var pushes = 0
+    public var pushedMessages = 0
+    /// Push cases: catch-up answers imported, and reports in them.
+    public var catchUps = 0
+    public var caughtUp = 0
+    /// Pushed or caught-up reports older than the report stored (a stale revision, ignored).
+    public var staleDeliveries = 0
+    /// Pushes imported while a catch-up answer was waiting (between its query and its import).
+    public var pushesDuringCatchUp = 0
     public var counterexample: SourceCounterexample?
+}
+
+extension SourceModelCheckResult {
+    mutating func add(_ stats: SourceModelCheck.Stats) {
+        pushes += stats.pushes
+        pushedMessages += stats.pushedMessages
+        catchUps += stats.catchUps
+        caughtUp += stats.caughtUp
+        staleDeliveries += stats.staleDeliveries
+        pushesDuringCatchUp += stats.pushesDuringCatchUp
+    }
 }
 
 /// The model-based check of source imports: several agencies reporting shared quakes, on a real
@@ -150,6 +208,9 @@ public enum SourceModelCheck {
         case none
         /// The clients following history ignore every update.
         case clientsDropUpdates
+        /// Push cases: a pushed batch or catch-up answer is imported with its own newest
+        /// `updated` as the position, not the newest stored or in it (`importReports` without its max).
+        case positionFromBatchOnly
     }
 
     /// Runs `cases` cases of `seed` from case `first`; stops at the first failure, shrunk.
@@ -159,7 +220,7 @@ public enum SourceModelCheck {
     ) async throws -> SourceModelCheckResult {
         var result = SourceModelCheckResult()
         for index in first..<first + cases {
-            let caseSeed = SeededRandom.caseSeed(seed ^ 0x50_0CE5, index)
+            let caseSeed = SeededRandom.caseSeed(seed ^ (shape.push ? 0x9A_5E_0CE5 : 0x50_0CE5), index)
             let sourceCase = makeCase(seed: caseSeed, shape: shape)
             var stats = Stats()
             let failure = try await runCase(sourceCase, mutation: mutation, stats: &stats)
@@ -174,6 +235,7 @@ public enum SourceModelCheck {
             result.deletedByUser += stats.deletedByUser
             result.multiSourceEvents += stats.multiSourceEvents
             result.linkedTwins += stats.linkedTwins
+            result.add(stats)
             if let failure {
                 result.counterexample = try await shrink(
                     sourceCase, failure: failure, mutation: mutation, caseIndex: index, caseSeed: caseSeed)
@@ -195,12 +257,19 @@ public enum SourceModelCheck {
         var deletedByUser = 0
         var multiSourceEvents = 0
         var linkedTwins = 0
+        var pushes = 0
+        var pushedMessages = 0
+        var catchUps = 0
+        var caughtUp = 0
+        var staleDeliveries = 0
+        var pushesDuringCatchUp = 0
     }
 
     // MARK: Generating
 
     /// The case of a case seed (the same seed, the same case).
     public static func makeCase(seed: UInt64, shape: SourceShape = SourceShape()) -> SourceCase {
+        if shape.push { return PushModelCheck.makeCase(seed: seed, shape: shape) }
         var r = SeededRandom(seed: seed)
         var generator = Generator(shape: shape, random: &r)
         let steps = (0..<shape.steps).map { _ in generator.makeStep(&r) }
@@ -433,40 +502,74 @@ public enum SourceModelCheck {
                 try? store.close()
                 try? other?.close()
             }
+            // Push cases: the catch-up answers waiting for their import (the page as the service
+            // made it, the body it sent, its format); the position each push source must have
+            // stored (the newest `updated` it was ever delivered); and, per pushed or caught-up
+            // report, the newest version delivered since the store last forgot the report, with
+            // every copy of that version delivered (the same version pushed and caught up).
+            var waiting: [(source: String, page: [SourceReport], body: [UInt8], format: CatchUpFormat)] = []
+            var positions: [String: Int64] = [:]
+            var newest: [ReportKey: (updated: Int64?, copies: [SourceReport])] = [:]
             for (index, step) in steps.enumerated() {
                 do {
                     let headBefore = try store.head()
+                    // The source import the step makes: its source, its items, the position it
+                    // writes (nil: kept), and whether its reports were delivered by a push source.
+                    var run: (source: String, items: [SourceItem], position: Int64?, delivered: Bool)?
                     switch step {
                     case .importRun(let source, let items):
-                        let report = try await store.importSource(
-                            source, items: items, position: nil, query: nil, association: configuration, now: now,
-                            expiringBefore: expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) })
-                        if reference.configuration != configuration {
-                            // The store regroups what it kept under the new configuration first.
-                            reference = Associator.restore(reference.snapshot, configuration: configuration).associator
+                        run = (source, items, nil, false)
+                    case .push(let source, let reports):
+                        // The stream's reader, one message at a time, as it reads the socket.
+                        var reader = EMSCMessageReader(source: source)
+                        var items: [SourceItem] = []
+                        for report in reports {
+                            let message = PushModelCheck.message(
+                                report, action: newest[ReportKey(report)] == nil ? "create" : "update")
+                            guard let item = try reader.read(message) else {
+                                throw Problem(
+                                    "EMSCMessageReader skipped the message \(String(decoding: message, as: UTF8.self)): \(reader.problems)"
+                                )
+                            }
+                            try require(
+                                item == .report(report),
+                                "EMSCMessageReader read \(describe(item)) from the message of \(describe(.report(report)))")
+                            items.append(item)
                         }
-                        // Reports older than the retention are left out.
-                        _ = reference.apply(
-                            items.filter { item in
-                                if case .report(let r) = item, let expireBefore { return r.time >= expireBefore }
-                                return true
-                            })
-                        stats.imports += 1
+                        stats.pushes += 1
+                        stats.pushedMessages += items.count
+                        if !waiting.isEmpty { stats.pushesDuringCatchUp += 1 }
+                        run = (source, items, try PushModelCheck.position(store, source, items, mutation: mutation), true)
+                    case .catchUpAsk(let source, let catalog, let overlap, let format):
+                        // updatedafter = the position stored now less the overlap (SourceSync.performRun).
+                        let position = try store.sourcePosition(source)
+                        let page = catalog.filter { report in
+                            guard let position else { return true }
+                            return (report.updated ?? .max) > position - overlap
+                        }
+                        waiting.append((source, page, PushModelCheck.answer(page, format: format), format))
+                    case .catchUpImport:
+                        guard !waiting.isEmpty else { break }
+                        let answer = waiting.removeFirst()
+                        let items = try PushModelCheck.read(answer.body, format: answer.format, source: answer.source)
                         try require(
-                            report.items == items.count && report.applied + report.ignored == items.count,
-                            "the import of \(items.count) items reports \(report.items) items, \(report.applied) applied and \(report.ignored) ignored"
+                            items == answer.page.map(SourceItem.report),
+                            "the \(answer.format.rawValue) reader read \(items.map(describe)) from the answer of \(answer.page.map { describe(.report($0)) })"
                         )
-                        let head = try store.head()
-                        try require(
-                            report.token == (head == headBefore ? nil : head),
-                            "the import reports token \(report.token.map(String.init) ?? "none"), the head went from \(headBefore) to \(head)"
+                        stats.catchUps += 1
+                        stats.caughtUp += items.count
+                        run = (
+                            answer.source, items,
+                            try PushModelCheck.position(store, answer.source, items, mutation: mutation), true
                         )
                     case .restart:
-                        // Dropped, not closed: the process is gone.
+                        // Dropped, not closed: the process is gone, and the catch-ups it was running.
                         store = try QuakeStore(directory: dir)
+                        waiting.removeAll()
                         stats.restarts += 1
                     case .reconfigure(let sources, let seconds, let km):
                         store = try QuakeStore(directory: dir)
+                        waiting.removeAll()
                         configuration = AssociationConfiguration(
                             associateTimeMilliseconds: seconds * 1000, associateDistanceKm: km, sourceOrder: sources)
                         stats.restarts += 1
@@ -499,10 +602,76 @@ public enum SourceModelCheck {
                         for event in reference.events where event.preferred.time < before {
                             _ = reference.apply(
                                 event.reports.map { SourceItem.retraction(source: $0.source, id: $0.id, updated: nil) })
+                            // The store forgets them whole: an older copy delivered later is taken.
+                            for key in event.reports { newest[key] = nil }
+                        }
+                    }
+                    if let (source, items, position, delivered) = run {
+                        let report = try await store.importSource(
+                            source, items: items, position: position, query: nil, association: configuration,
+                            now: now, expiringBefore: expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                        if reference.configuration != configuration {
+                            // The store regroups what it kept under the new configuration first.
+                            reference = Associator.restore(reference.snapshot, configuration: configuration).associator
+                        }
+                        // Reports older than the retention are left out.
+                        let admitted = items.filter { item in
+                            if case .report(let r) = item, let expireBefore { return r.time >= expireBefore }
+                            return true
+                        }
+                        _ = reference.apply(admitted)
+                        stats.imports += 1
+                        try require(
+                            report.items == items.count && report.applied + report.ignored == items.count,
+                            "the import of \(items.count) items reports \(report.items) items, \(report.applied) applied and \(report.ignored) ignored"
+                        )
+                        let head = try store.head()
+                        try require(
+                            report.token == (head == headBefore ? nil : head),
+                            "the import reports token \(report.token.map(String.init) ?? "none"), the head went from \(headBefore) to \(head)"
+                        )
+                        if delivered {
+                            if let newestUpdated = PushModelCheck.newestUpdated(items) {
+                                positions[source] = max(positions[source] ?? newestUpdated, newestUpdated)
+                            }
+                            for case .report(let r) in admitted {
+                                let key = ReportKey(r)
+                                if let kept = newest[key], let old = kept.updated, let new = r.updated, new <= old {
+                                    if new == old {
+                                        newest[key]!.copies.append(r)
+                                    } else {
+                                        stats.staleDeliveries += 1
+                                    }
+                                } else {
+                                    newest[key] = (r.updated, [r])
+                                }
+                            }
                         }
                     }
                     if try store.head() != headBefore { stats.transactions += 1 }
                     let rows = try ModelCheck.rows(of: store)
+                    // Push properties: each push source's position is the newest `updated` it was
+                    // delivered (so it never goes backwards, whatever the order), and a stored
+                    // report of it is the newest version delivered (a stale push or an older
+                    // catch-up copy never overwrites a newer report).
+                    for (source, expected) in positions.sorted(by: { $0.key < $1.key }) {
+                        let stored = try store.sourcePosition(source)
+                        try require(
+                            stored == expected,
+                            "source \(source)'s position is \(stored.map { "now-\(nowMs - $0)" } ?? "none"), the newest updated delivered now-\(nowMs - expected)"
+                        )
+                    }
+                    if !newest.isEmpty {
+                        for id in rows.keys.sorted() {
+                            for stored in try store.reports(ofEvent: id) {
+                                guard let kept = newest[ReportKey(stored)] else { continue }
+                                try require(
+                                    stored.updated == kept.updated && kept.copies.contains(stored),
+                                    "report \(ReportKey(stored)) is stored as \(describe(.report(stored))), the newest version delivered is \(kept.copies.map { describe(.report($0)) })"
+                                )
+                            }
+                        }
+                    }
                     for c in clients.indices where (index + 1) % clients[c].lag == 0 || index == steps.count - 1 {
                         let counts = try catchUp(&clients[c], store: store, mutation: mutation)
                         if c == 0 {
@@ -700,6 +869,33 @@ public enum SourceModelCheck {
 
     // MARK: Shrinking
 
+    /// The items of a step that has some to drop: a run's, a push's messages, a catalog's events.
+    static func itemCount(_ step: SourceStep) -> Int? {
+        switch step {
+        case .importRun(_, let items): items.count
+        case .push(_, let reports): reports.count
+        case .catchUpAsk(_, let catalog, _, _): catalog.count
+        default: nil
+        }
+    }
+
+    /// `step` without its item `e`.
+    static func removingItem(_ e: Int, of step: SourceStep) -> SourceStep {
+        switch step {
+        case .importRun(let source, var items):
+            items.remove(at: e)
+            return .importRun(source: source, items: items)
+        case .push(let source, var reports):
+            reports.remove(at: e)
+            return .push(source: source, reports: reports)
+        case .catchUpAsk(let source, var catalog, let overlap, let format):
+            catalog.remove(at: e)
+            return .catchUpAsk(source: source, catalog: catalog, overlap: overlap, format: format)
+        default:
+            return step
+        }
+    }
+
     /// Drops steps, then items of runs, while the case still fails.
     static func shrink(
         _ sourceCase: SourceCase, failure: ModelFailure, mutation: Mutation, caseIndex: Int, caseSeed: UInt64,
@@ -733,13 +929,11 @@ public enum SourceModelCheck {
             for s in best.steps.indices {
                 var e = Int.max
                 while true {
-                    guard s < best.steps.count, case .importRun(let source, var items) = best.steps[s], items.count > 1
-                    else { break }
-                    e = min(e, items.count) - 1
+                    guard s < best.steps.count, let count = itemCount(best.steps[s]), count > 1 else { break }
+                    e = min(e, count) - 1
                     if e < 0 { break }
-                    items.remove(at: e)
                     var candidate = best.steps
-                    candidate[s] = .importRun(source: source, items: items)
+                    candidate[s] = removingItem(e, of: best.steps[s])
                     if try await attempt(candidate) { progress = true }
                 }
             }

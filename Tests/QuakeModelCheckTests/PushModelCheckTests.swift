@@ -1,0 +1,56 @@
+import Foundation
+import QuakeModelCheck
+import Testing
+
+/// The push model check: EMSC's push source (pushed messages, duplicates and stale revisions,
+/// catch-up answers asked and imported around them) among polled sources, with restarts.
+/// `QUAKED_PUSH_MODEL_SEED` and `QUAKED_PUSH_MODEL_CASES` run other cases (as `quake-bench model
+/// --push` does); the default is fixed so that a failure in CI is reproduced by running the same test.
+@Suite struct PushModelCheckTests {
+    @Test("seeded push and catch-up interleavings keep clients, grouping, positions and reports right after every step")
+    func randomCases() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["QUAKED_PUSH_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_128
+        let cases = environment["QUAKED_PUSH_MODEL_CASES"].flatMap { Int($0) } ?? 30
+        let started = Date()
+        let result = try await PushModelCheck.run(cases: cases, seed: seed)
+        print(
+            "push model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.pushes) pushes (\(result.pushedMessages) messages, \(result.pushesDuringCatchUp) while a catch-up waited), \(result.catchUps) catch-ups (\(result.caughtUp) reports), \(result.staleDeliveries) stale deliveries, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded; \(result.multiSourceEvents) multi-source events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+        )
+        if let counterexample = result.counterexample {
+            Issue.record("\(counterexample)")
+        } else {
+            #expect(result.cases == cases)
+            #expect(result.pushes > cases * 3 && result.catchUps > cases, "pushes and catch-ups")
+            #expect(result.pushesDuringCatchUp > 0, "pushes between a catch-up's query and its import")
+            #expect(result.staleDeliveries > cases, "stale pushes and catch-up copies")
+            #expect(result.restarts > 0)
+            #expect(result.multiSourceEvents > cases, "association across sources")
+        }
+    }
+
+    @Test func aPushCaseSeedGivesBackTheSameCase() {
+        let shape = SourceShape(steps: 24, push: true)
+        let a = SourceModelCheck.makeCase(seed: 42, shape: shape)
+        #expect(a == SourceModelCheck.makeCase(seed: 42, shape: shape))
+        #expect(a.steps.count == 24)
+        #expect(a.sources.contains(PushModelCheck.source) && (2...4).contains(a.sources.count))
+        for step in a.steps {
+            switch step {
+            case .importRun(let source, _): #expect(source != PushModelCheck.source, "emsc is only pushed and caught up")
+            case .push(let source, let reports):
+                #expect(source == PushModelCheck.source && !reports.isEmpty)
+            default: break
+            }
+        }
+    }
+
+    @Test("the check fails, shrunk, when a push is imported with its batch's position (a stale push moves it back)")
+    func theCheckCanFail() async throws {
+        let result = try await PushModelCheck.run(cases: 10, seed: 20_261_128, mutation: .positionFromBatchOnly)
+        let counterexample = try #require(result.counterexample, "a position going backwards went unnoticed")
+        print(counterexample)
+        #expect(counterexample.failure.message.contains("position"))
+        #expect(counterexample.steps.count <= 4, "shrunk to a few steps")
+    }
+}
