@@ -132,6 +132,14 @@ public struct Associator: Sendable {
 
     public func report(_ key: ReportKey) -> SourceReport? { slotOfKey[key].flatMap { slots[$0] } }
 
+    /// The ids of the events holding a report whose id is `id` (each once, any order); none for
+    /// an empty id.
+    public func events(holdingReportID id: String) -> Set<String> {
+        var result = Set<String>()
+        for slot in slotsWithID[id] ?? [] { if let event = eventOfSlot[slot] { result.insert(event) } }
+        return result
+    }
+
     /// The `updated` of the newest retraction of a key that has no current report, if remembered.
     public func tombstone(_ key: ReportKey) -> Int64? { tombstones[key] }
     public var tombstoneCount: Int { tombstones.count }
@@ -203,9 +211,10 @@ public struct Associator: Sendable {
         for item in items {
             let key = ReportKey(item)
             let slot = slotOfKey[key]
-            var kept: Revision = (slot.map { slots[$0]! }, tombstones[key])
+            let tombstone = tombstones[key]
+            var kept: Revision = (slot.map { slots[$0]! }, tombstone)
             let applies = Self.revise(&kept, with: item)
-            tombstones[key] = kept.tombstone
+            if kept.tombstone != tombstone { tombstones[key] = kept.tombstone }
             guard applies else { continue }
             if let report = kept.report {
                 if let slot {
@@ -297,14 +306,17 @@ public struct Associator: Sendable {
 
     /// The slots of other sources within both windows of `slot`, with the normalized distance.
     private func windowNeighbours(_ slot: Int, _ body: (Int, Double) -> Void) {
-        let report = slots[slot]!
-        let b = bucket(report.time)
-        for near in (b - 1)...(b + 1) {
-            for other in buckets[near] ?? [] where other != slot {
-                let candidate = slots[other]!
-                guard candidate.source != report.source else { continue }
-                let (within, distance) = configuration.match(report, candidate)
-                if within { body(other, distance) }
+        slots.withUnsafeBufferPointer { slots in
+            let report = slots[slot].unsafelyUnwrapped
+            let b = bucket(report.time)
+            for near in (b - 1)...(b + 1) {
+                guard let bucket = buckets[near] else { continue }
+                for other in bucket where other != slot {
+                    // Compared in place: no copy of the candidate report.
+                    guard slots[other].unsafelyUnwrapped.source != report.source else { continue }
+                    let (within, distance) = configuration.match(report, slots[other].unsafelyUnwrapped)
+                    if within { body(other, distance) }
+                }
             }
         }
     }

@@ -503,9 +503,20 @@ extension QuakeStore {
         feature.ids = ids.isEmpty ? nil : list(ids)
         feature.sources = list(members.map { $0.agency?.lowercased() ?? $0.source })
         if let magnitude = preferred.magnitude, let place = preferred.place {
-            feature.title = "M \(String(format: "%.1f", magnitude)) - \(place)"
+            feature.title = "M \(oneDecimal(magnitude)) - \(place)"
         }
         return feature
+    }
+
+    /// `String(format: "%.1f", value)`, through the C library's formatting (the same digits)
+    /// without Foundation's format parsing; non-finite values go through Foundation as before.
+    static func oneDecimal(_ value: Double) -> String {
+        guard value.isFinite, abs(value) < 1e15 else { return String(format: "%.1f", value) }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { buffer in
+            let count = withVaList([value]) { vsnprintf(buffer.baseAddress!, 32, "%.1f", $0) }
+            return String(
+                decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: Int(count)), as: UTF8.self)
+        }
     }
 }
 
@@ -590,9 +601,10 @@ extension Database {
         }
         try db.countAssociationChanges(changes, associator: associator)
         for key in keys {
+            let kept = before[key]
             try importer.write(
                 key, report: associator.report(key), event: associator.event(containing: key)?.id,
-                tombstone: associator.tombstone(key))
+                tombstone: associator.tombstone(key), isNew: kept?.report == nil && kept?.tombstone == nil)
         }
         try importer.publish(changes, associator: associator, recorder: &recorder)
         // A revised report that is not its event's preferred one leaves the event as the
@@ -652,42 +664,44 @@ struct SourceImport {
     /// Usgs reports deleted as superseded, and the usgs report that superseded each (see
     /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
     var usgsSupersededBy: [String: String] = [:]
+    /// The per-report and per-event statements, prepared once (cached by the connection) and
+    /// driven through the SQLite C API (see ``RawStatement``).
+    private let statements: SourceStatements
+    /// The reports ``write(_:report:event:tombstone:isNew:)`` wrote, and the event each names.
+    private var writtenInEvent: [ReportKey: String] = [:]
 
     init(db: Database, name: String, now: Date) throws {
         self.db = db
         self.name = name
         self.now = QuakeTime.milliseconds(now)
+        self.statements = try SourceStatements(db)
     }
 
     /// Writes what the associator keeps for `key`: its report (in `event`) or none, its tombstone
-    /// or none.
-    func write(_ key: ReportKey, report: SourceReport?, event: String?, tombstone: Int64?) throws {
+    /// or none. `isNew`: the associator had neither a report nor a tombstone for `key` before this
+    /// run, so the tables have neither (the associator is theirs): nothing to delete.
+    mutating func write(_ key: ReportKey, report: SourceReport?, event: String?, tombstone: Int64?, isNew: Bool)
+        throws
+    {
         if let report, let event {
             let links = Self.linksJSON(report.links)
-            try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO reports (source, id, agency, time, latitude, longitude, depth, magnitude,
-                        magnitudeType, place, eventType, evaluationMode, evaluationStatus, updated, links, event)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(
-                arguments: [
-                    report.source, report.id, report.agency, report.time, report.latitude, report.longitude,
-                    report.depth, report.magnitude, report.magnitudeType, report.place, report.eventType,
-                    report.evaluationMode?.rawValue, report.evaluationStatus?.rawValue, report.updated, links, event,
-                ])
-        } else {
-            try db.cachedStatement(sql: "DELETE FROM reports WHERE source = ? AND id = ?")
-                .execute(arguments: [key.source, key.id])
+            try statements.insertReport.run([
+                report.source.databaseValue, report.id.databaseValue, report.agency.databaseValue,
+                report.time.databaseValue, report.latitude.databaseValue, report.longitude.databaseValue,
+                report.depth.databaseValue, report.magnitude.databaseValue, report.magnitudeType.databaseValue,
+                report.place.databaseValue, report.eventType.databaseValue,
+                report.evaluationMode?.rawValue.databaseValue ?? .null,
+                report.evaluationStatus?.rawValue.databaseValue ?? .null, report.updated.databaseValue,
+                links.databaseValue, event.databaseValue,
+            ])
+            writtenInEvent[key] = event
+        } else if !isNew {
+            try statements.deleteReport.run(key.source, key.id)
         }
         if let tombstone {
-            try db.cachedStatement(
-                sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)"
-            )
-            .execute(arguments: [key.source, key.id, tombstone])
-        } else {
-            try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?")
-                .execute(arguments: [key.source, key.id])
+            try statements.insertTombstone.run(key.source, key.id, tombstone)
+        } else if !isNew {
+            try statements.deleteTombstone.run(key.source, key.id)
         }
     }
 
@@ -710,22 +724,20 @@ struct SourceImport {
             switch change {
             case .created(let event), .updated(let event):
                 if case .created = change { lastCreated = max(lastCreated, Int64(clamping: event.created)) }
-                try db.cachedStatement(
-                    sql: """
-                        INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId)
-                        VALUES (?, ?, ?, ?)
-                        """
-                ).execute(
-                    arguments: [event.id, Int64(clamping: event.created), event.preferred.source, event.preferred.id])
+                try statements.insertEvent.run(
+                    event.id, Int64(clamping: event.created), event.preferred.source, event.preferred.id)
                 var members: [SourceReport] = []
+                members.reserveCapacity(event.reports.count)
                 for key in event.reports {
-                    try db.cachedStatement(
-                        sql: "UPDATE reports SET event = ? WHERE source = ? AND id = ? AND event <> ?"
-                    )
-                    .execute(arguments: [event.id, key.source, key.id, event.id])
+                    // A report written by this run already names its event (``write``).
+                    if writtenInEvent[key] != event.id {
+                        try statements.setReportEvent.run(event.id, key.source, key.id, event.id)
+                    }
                     if let report = associator.report(key) { members.append(report) }
                 }
-                try publish(event, members: members, associator: associator, recorder: &recorder)
+                try publish(
+                    event, members: members, associator: associator, recorder: &recorder,
+                    isCreated: { if case .created = change { true } else { false } }())
             case .deleted(let id, var survivor):
                 if survivor == nil, let winner = usgsSupersededBy[id] {
                     // The usgs report that named this event was superseded by another usgs
@@ -733,12 +745,12 @@ struct SourceImport {
                     survivor = associator.event(containing: ReportKey(source: QuakeStore.usgsSource, id: winner))?.id
                     if survivor == id { survivor = nil }
                 }
-                try db.cachedStatement(sql: "DELETE FROM sourceEvents WHERE id = ?").execute(arguments: [id])
-                guard let quake = try QuakeStore.fetchQuake(db, id: id) else { continue }
+                try statements.deleteEvent.run(id)
+                guard let quake = try statements.quake(id) else { continue }
                 try recorder.recordDelete(
                     Tombstone(of: quake), reason: survivor == nil ? .deletedUpstream : .superseded,
                     supersededBy: survivor, row: quake)
-                try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?").execute(arguments: [id])
+                try statements.deleteQuake.run(id)
             }
         }
     }
@@ -750,10 +762,9 @@ struct SourceImport {
     mutating func republishNamesakes(associator: Associator, recorder: inout HistoryRecorder) throws {
         var holders = Set<String>()
         for id in changedIDs.sorted() {
-            holders.formUnion(
-                try String.fetchAll(
-                    db.cachedStatement(sql: "SELECT DISTINCT event FROM reports WHERE id = ? AND event <> ?"),
-                    arguments: [id, id]))
+            // The reports table names the associator's events (this run wrote them).
+            holders.formUnion(associator.events(holdingReportID: id))
+            holders.remove(id)
         }
         for id in holders.subtracting(published).sorted() {
             guard let event = associator.event(id: id) else { continue }
@@ -787,12 +798,13 @@ struct SourceImport {
     }
 
     private mutating func publish(
-        _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder
+        _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder,
+        isCreated: Bool = false
     ) throws {
         published.insert(event.id)
         var feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
         if let usgs = members.first(where: { $0.source == QuakeStore.usgsSource }),
-            let row = try QuakeStore.usgsReportRow(db, id: usgs.id)
+            let row = try statements.usgsRow(usgs.id)
         {
             feature = QuakeStore.feature(
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
@@ -800,24 +812,30 @@ struct SourceImport {
         }
         (feature.agency, feature.contributors) = QuakeStore.contributorFields(
             preferred: event.preferred, members: members)
-        try publish(feature, recorder: &recorder)
+        try publish(feature, recorder: &recorder, isCreated: isCreated)
     }
 
-    /// Inserts the row, or updates the stored one when a field differs.
-    private func publish(_ feature: FeedFeature, recorder: inout HistoryRecorder) throws {
+    /// Inserts the row, or updates the stored one when a field differs. `isCreated`: the event is
+    /// new, so its row most likely is too: the insert is tried first (`OR IGNORE`: when a row has
+    /// the id, or a CHECK fails, nothing is inserted and the row is looked up as for any other).
+    private func publish(_ feature: FeedFeature, recorder: inout HistoryRecorder, isCreated: Bool) throws {
         let values = QuakeColumns.values(of: feature)
-        if let stored = try QuakeStore.fetchQuake(db, id: feature.id) {
-            let fields = QuakeColumns.changes(from: stored, to: feature)
+        if isCreated {
+            try statements.insertQuakeIfNew.run(values)
+            if db.changesCount == 1 {
+                try indexAliases(of: feature, replacing: false)
+                try recorder.recordInsert(id: feature.id)
+                return
+            }
+        }
+        if let stored = try statements.quake(feature.id) {
+            let fields = QuakeColumns.changes(from: QuakeColumns.values(of: stored), to: values)
             guard !fields.isEmpty else { return }
-            try db.cachedStatement(sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1")
-                .execute(arguments: StatementArguments(values))
+            try statements.updateQuake.run(values)
             if stored.ids != feature.ids { try indexAliases(of: feature, replacing: true) }
             try recorder.recordUpdate(id: feature.id, fields: fields)
         } else {
-            try db.cachedStatement(
-                sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))"
-            )
-            .execute(arguments: StatementArguments(values))
+            try statements.insertQuake.run(values)
             try indexAliases(of: feature, replacing: false)
             try recorder.recordInsert(id: feature.id)
         }
@@ -826,11 +844,82 @@ struct SourceImport {
     /// The alias index (`quakeAliases`) keeps every other id a row lists.
     private func indexAliases(of feature: FeedFeature, replacing: Bool) throws {
         if replacing {
-            try db.cachedStatement(sql: "DELETE FROM quakeAliases WHERE quakeId = ?").execute(arguments: [feature.id])
+            try statements.deleteAliases.run(feature.id)
         }
         for alias in feature.otherIDs {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
-                .execute(arguments: [alias, feature.id])
+            try statements.insertAlias.run(alias, feature.id)
         }
+    }
+}
+
+/// The statements of a ``SourceImport``, each the connection's cached statement, bound and stepped
+/// through the SQLite C API: the same SQL the import ran through GRDB's arguments and rows.
+struct SourceStatements {
+    let insertReport: RawStatement
+    let deleteReport: RawStatement
+    let insertTombstone: RawStatement
+    let deleteTombstone: RawStatement
+    let insertEvent: RawStatement
+    let deleteEvent: RawStatement
+    let setReportEvent: RawStatement
+    private let selectQuake: RawStatement
+    let insertQuake: RawStatement
+    let insertQuakeIfNew: RawStatement
+    let updateQuake: RawStatement
+    let deleteQuake: RawStatement
+    let deleteAliases: RawStatement
+    let insertAlias: RawStatement
+    private let selectUsgsRow: RawStatement
+
+    init(_ db: Database) throws {
+        insertReport = try RawStatement(
+            db,
+            sql: """
+                INSERT OR REPLACE INTO reports (source, id, agency, time, latitude, longitude, depth, magnitude,
+                    magnitudeType, place, eventType, evaluationMode, evaluationStatus, updated, links, event)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        deleteReport = try RawStatement(db, sql: "DELETE FROM reports WHERE source = ? AND id = ?")
+        insertTombstone = try RawStatement(
+            db, sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)")
+        deleteTombstone = try RawStatement(db, sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?")
+        insertEvent = try RawStatement(
+            db,
+            sql: """
+                INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId)
+                VALUES (?, ?, ?, ?)
+                """)
+        deleteEvent = try RawStatement(db, sql: "DELETE FROM sourceEvents WHERE id = ?")
+        setReportEvent = try RawStatement(
+            db, sql: "UPDATE reports SET event = ? WHERE source = ? AND id = ? AND event <> ?")
+        selectQuake = try RawStatement(db, sql: "SELECT \(QuakeColumns.list) FROM quakes WHERE id = ?")
+        insertQuake = try RawStatement(
+            db, sql: "INSERT INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))")
+        insertQuakeIfNew = try RawStatement(
+            db, sql: "INSERT OR IGNORE INTO quakes (\(QuakeColumns.list)) VALUES (\(QuakeColumns.placeholders))")
+        updateQuake = try RawStatement(
+            db, sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1")
+        deleteQuake = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
+        deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
+        insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
+        selectUsgsRow = try RawStatement(db, sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?")
+    }
+
+    /// The quake row stored under `id`, if any (``QuakeStore/fetchQuake(_:id:)``).
+    func quake(_ id: String) throws -> FeedFeature? {
+        try row(selectQuake, id)
+    }
+
+    /// The USGS feed's row `id` in association mode (``QuakeStore/usgsReportRow(_:id:)``).
+    func usgsRow(_ id: String) throws -> FeedFeature? {
+        try row(selectUsgsRow, id)
+    }
+
+    private func row(_ statement: RawStatement, _ id: String) throws -> FeedFeature? {
+        statement.reset()
+        statement.bind(1, id)
+        defer { statement.reset() }  // no statement stays mid-step across the commit
+        guard try statement.step() else { return nil }
+        return QuakeColumns.feature(from: statement)
     }
 }

@@ -93,3 +93,42 @@ struct ColumnReader {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
 }
+
+extension RawStatement {
+    /// Binds a value as GRDB would bind it in `StatementArguments` (NULL for nil).
+    func bind(_ index: Int32, value: DatabaseValue) {
+        switch value.storage {
+        case .null: sqlite3_bind_null(handle, index)
+        case .int64(let v): sqlite3_bind_int64(handle, index, v)
+        case .double(let v): sqlite3_bind_double(handle, index, v)
+        case .string(let v):
+            var v = v
+            v.withUTF8 { utf8 in
+                let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
+                _ = sqlite3_bind_text(
+                    handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transientCopy)
+            }
+        case .blob(let data):
+            data.withUnsafeBytes { bytes in
+                let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transientCopy)
+            }
+        }
+    }
+
+    /// Resets, binds `values` to parameters 1...n, steps once (to the end: for statements that
+    /// return no row) and resets again, so that no statement stays mid-step across the commit.
+    func run(_ values: [DatabaseValue]) throws {
+        sqlite3_reset(handle)
+        for (i, value) in values.enumerated() { bind(Int32(i + 1), value: value) }
+        defer { sqlite3_reset(handle) }
+        try step()
+    }
+
+    /// ``run(_:)`` for a few values.
+    func run(_ values: DatabaseValueConvertible?...) throws {
+        try run(values.map { $0?.databaseValue ?? .null })
+    }
+
+    fileprivate static let transientCopy = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
