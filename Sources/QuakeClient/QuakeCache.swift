@@ -158,12 +158,14 @@ public struct QuakeCache: Sendable {
                 position.token < transaction.token
             else { return nil }
             var before: [String: IOQuaked.Quake] = [:]
-            // By index: `for change in` would copy every change, its quake included, to look at two fields.
-            let changes = transaction.changes
-            for i in changes.indices where changes[i].quake == nil {
-                guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
-                let id = changes[i].quakeId
-                if let old = try Self.quake(db, id: id) { before[id] = old }
+            // Each change read in place through the buffer: `for change in`, and an array's
+            // subscript too, copy the whole change (its quake included) to look at two fields.
+            try transaction.changes.withUnsafeBufferPointer { changes in
+                for i in changes.indices where changes[i].quake == nil {
+                    guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
+                    let id = changes[i].quakeId
+                    if let old = try Self.quake(db, id: id) { before[id] = old }
+                }
             }
             return before
         }
@@ -194,15 +196,17 @@ public struct QuakeCache: Sendable {
             try Self.enqueue(db, outbox)
             var upsert = try Upsert(db, table: "quakes")
             let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
-            // By index, each change read in place: `for change in` copies each whole change.
-            let changes = transaction.changes
-            for i in changes.indices {
-                switch changes[i].kind {
-                case .insert, .update, .enter:
-                    // Without a quake: removed by a later transaction, which removes it here too.
-                    if changes[i].quake != nil { try upsert.write(changes[i].quake.unsafelyUnwrapped) }
-                case .delete, .leave:
-                    try delete.execute(arguments: [changes[i].quakeId])
+            // Each change read in place through the buffer: `for change in`, and an array's
+            // subscript too, copy each whole change.
+            try transaction.changes.withUnsafeBufferPointer { changes in
+                for i in changes.indices {
+                    switch changes[i].kind {
+                    case .insert, .update, .enter:
+                        // Without a quake: removed by a later transaction, which removes it here too.
+                        if changes[i].quake != nil { try upsert.write(changes[i].quake!) }
+                    case .delete, .leave:
+                        try delete.execute(arguments: [changes[i].quakeId])
+                    }
                 }
             }
             try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")

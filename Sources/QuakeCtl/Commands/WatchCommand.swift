@@ -301,18 +301,21 @@ struct WatchPrinter: Sendable {
             var text = ""
             let changes = delivered(transaction, before: before)
             if !style.json { text.reserveCapacity(changes.count * 128) }
-            for i in changes.indices {
-                if style.json {
-                    text +=
-                        JSONText.encode(
-                            WatchLine(
-                                event: "change", storeId: storeId, token: transaction.token,
-                                author: transaction.author.rawValue, change: changes[i])) + "\n"
-                } else {
-                    // By index: a change is large, and `for change in` copies each.
-                    text += ChangeText.line(
-                        changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style)
-                    text += "\n"
+            // Each change read in place through the buffer: a change is large, and `for change
+            // in`, or an array's subscript, copies each.
+            changes.withUnsafeBufferPointer { changes in
+                for i in changes.indices {
+                    if style.json {
+                        text +=
+                            JSONText.encode(
+                                WatchLine(
+                                    event: "change", storeId: storeId, token: transaction.token,
+                                    author: transaction.author.rawValue, change: changes[i])) + "\n"
+                    } else {
+                        text += ChangeText.line(
+                            changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style)
+                        text += "\n"
+                    }
                 }
             }
             if !text.isEmpty { Console.out(text) }
