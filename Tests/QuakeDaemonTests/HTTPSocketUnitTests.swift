@@ -49,12 +49,15 @@ import Testing
 
     @Test func thePackageInstallsItOff() throws {
         let debian = Self.packaging.appendingPathComponent("debian/quaked.quaked-http.socket")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: debian.path) == "../systemd/quaked-http.socket")
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: debian.path) == "../systemd/quaked-http.socket")
         let rules = try String(contentsOf: Self.packaging.appendingPathComponent("debian/rules"), encoding: .utf8)
         #expect(rules.contains("dh_installsystemd --name=quaked-http --no-enable --no-start"))
         let check = try String(
             contentsOf: Fixtures.packageRoot.appendingPathComponent("scripts/check-packaging"), encoding: .utf8)
-        #expect(check.contains("systemd-analyze verify quaked.socket quaked-metrics.socket quaked-http.socket quaked.service"))
+        #expect(
+            check.contains(
+                "systemd-analyze verify quaked.socket quaked-metrics.socket quaked-http.socket quaked.service"))
         #expect(check.contains("for u in quaked-metrics.socket quaked-http.socket; do"))
     }
 
@@ -124,7 +127,8 @@ extension EndToEnd {
             }
         }
 
-        static func get(_ client: HTTPClient, _ url: String) async throws -> (status: HTTPResponseStatus, body: String) {
+        static func get(_ client: HTTPClient, _ url: String) async throws -> (status: HTTPResponseStatus, body: String)
+        {
             let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
             let body = try await response.body.collect(upTo: 16 << 20)
             return (response.status, String(buffer: body))
