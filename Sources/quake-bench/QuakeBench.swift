@@ -10,7 +10,7 @@ struct QuakeBench: AsyncParsableCommand {
         commandName: "quake-bench",
         abstract: "Measure quaked's import against a plain Python peer, in one run.",
         subcommands: [
-            ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, BackfillBenchmark.self,
+            ImportBenchmark.self, ImportOnce.self, ParseOnce.self, ProtocolBenchmark.self, PushBenchmark.self, BackfillBenchmark.self,
             SyncBenchmark.self, SoakBenchmark.self, AssociateBenchmark.self, AssociateChild.self, QuakeMLBenchmark.self, QuakeMLChild.self,
             MeasureChild.self, ModelRun.self,
         ],
