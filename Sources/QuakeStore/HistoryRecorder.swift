@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import QuakeFeed
+import QuakeModel
 
 /// What a write transaction's history holds, counted from its change rows when it finished.
 struct CommittedChanges {
@@ -223,7 +224,7 @@ struct HistoryRecorder {
         supersededBy: String?, row: FeedFeature?
     ) throws {
         let token = try currentToken()
-        let fieldsJSON = try fields.map(Self.json)
+        let fieldsJSON = try fields.map(Self.fieldsJSON)
         let tombstoneJSON = try tombstone.map(Self.json)
         insertChange.reset()
         insertChange.bind(1, token)
@@ -268,7 +269,7 @@ struct HistoryRecorder {
                         supersededBy = NULL
                     WHERE token = ? AND quakeId = ?
                     """,
-                arguments: [try Self.json(fields), token, id])
+                arguments: [try Self.fieldsJSON(fields), token, id])
         }
         switch (earlier, kind) {
         case (.insert, .update):
@@ -330,6 +331,139 @@ struct HistoryRecorder {
         }
         result += second.filter { !seen.contains($0.field) }
         return result
+    }
+
+    /// An update's field changes as `JSONEncoder` (``json(_:)``) writes them, byte for byte: the
+    /// common changes (integers, plain texts, reals written without an exponent) written
+    /// directly, the others (contributors, texts that need escapes, other reals) through the
+    /// encoder, one element each. With ``QuakeStore/checksHistory`` (debug builds) every result
+    /// is compared with the encoder's.
+    static func fieldsJSON(_ fields: [FieldChange]) throws -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 * fields.count + 2)
+        out.append(UInt8(ascii: "["))
+        for (i, change) in fields.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            if !writeDirectly(change, to: &out) { out.append(contentsOf: try json(change).utf8) }
+        }
+        out.append(UInt8(ascii: "]"))
+        let text = String(decoding: out, as: UTF8.self)
+        if QuakeStore.checksHistory {
+            let expected = try json(fields)
+            guard text == expected else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_INTERNAL, message: "history fields written as \(text), not \(expected)")
+            }
+        }
+        return text
+    }
+
+    /// Writes `change` as the encoder would (sorted keys `field`, `new`, `old`; a null value left
+    /// out), unless one of its values is one the direct writer leaves to the encoder.
+    private static func writeDirectly(_ change: FieldChange, to out: inout [UInt8]) -> Bool {
+        let start = out.count
+        out.append(contentsOf: #"{"field":"#.utf8)
+        guard plain(change.field, to: &out) else {
+            out.removeSubrange(start...)
+            return false
+        }
+        for (key, value) in [(#","new":"#, change.new), (#","old":"#, change.old)] where value != .null {
+            out.append(contentsOf: key.utf8)
+            guard write(value, to: &out) else {
+                out.removeSubrange(start...)
+                return false
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        return true
+    }
+
+    private static func write(_ value: FieldValue, to out: inout [UInt8]) -> Bool {
+        switch value {
+        case .integer(let i):
+            out.append(contentsOf: #"{"int":"#.utf8)
+            out.append(contentsOf: String(i).utf8)
+        case .real(let d):
+            guard let text = realText(d) else { return false }
+            out.append(contentsOf: #"{"float":"#.utf8)
+            out.append(contentsOf: text.utf8)
+        case .text(let s):
+            out.append(contentsOf: #"{"string":"#.utf8)
+            guard plain(s, to: &out) else { return false }
+        case .contributors(let json):
+            guard let list = Contributor.decode(json: json) else { return false }
+            out.append(contentsOf: #"{"contributors":["#.utf8)
+            for (i, contributor) in list.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                guard write(contributor, to: &out) else { return false }
+            }
+            out.append(UInt8(ascii: "]"))
+        case .null:
+            return false
+        }
+        out.append(UInt8(ascii: "}"))
+        return true
+    }
+
+    /// A contributor as its synthesized `Encodable` conformance writes it through the encoder:
+    /// keys sorted, nil members left out.
+    private static func write(_ c: Contributor, to out: inout [UInt8]) -> Bool {
+        var first = true
+        func key(_ name: String) {
+            out.append(contentsOf: (first ? #"{""# : #",""#).utf8)
+            first = false
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: #"":"#.utf8)
+        }
+        func text(_ name: String, _ value: String?) -> Bool {
+            guard let value else { return true }
+            key(name)
+            return plain(value, to: &out)
+        }
+        func real(_ name: String, _ value: Double?) -> Bool {
+            guard let value else { return true }
+            guard let text = realText(value) else { return false }
+            key(name)
+            out.append(contentsOf: text.utf8)
+            return true
+        }
+        func integer(_ name: String, _ value: Int64?) {
+            guard let value else { return }
+            key(name)
+            out.append(contentsOf: String(value).utf8)
+        }
+        guard text("agency", c.agency), real("depth", c.depth), text("id", c.id), real("lat", c.lat),
+            real("lon", c.lon), real("mag", c.mag), text("magType", c.magType)
+        else { return false }
+        key("preferred")
+        out.append(contentsOf: (c.preferred ? "true" : "false").utf8)
+        guard text("source", c.source), text("status", c.status) else { return false }
+        integer("time", c.time)
+        integer("updated", c.updated)
+        out.append(UInt8(ascii: "}"))
+        return true
+    }
+
+    /// A Double as the encoder writes it (its description without a trailing ".0"), for the
+    /// values written without an exponent; nil for the others.
+    private static func realText(_ d: Double) -> String? {
+        guard d.isFinite else { return nil }
+        var text = d.description
+        guard text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) })
+        else { return nil }
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        return text
+    }
+
+    /// Writes `s` quoted when none of its bytes needs an escape (`"`, `\`, control characters).
+    private static func plain(_ s: String, to out: inout [UInt8]) -> Bool {
+        guard s.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+            return false
+        }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: s.utf8)
+        out.append(UInt8(ascii: "\""))
+        return true
     }
 
     private static func json(_ value: some Encodable) throws -> String {
