@@ -61,8 +61,11 @@ public enum PushModelCheck {
         let polled = Array(
             SourceModelCheck.allSources.filter { $0 != source }.shuffled(using: &r).prefix(Int.random(in: 1...3, using: &r))
         )
-        base.sources = ([source] + polled).shuffled(using: &r)
-        var generator = Generator(base: base, format: CatchUpFormat.allCases.randomElement(using: &r)!)
+        // Half the cases also poll the USGS feed (and then delete nothing: a user's delete of a
+        // usgs report is the feed import's business, which this check does not model).
+        let usgs = Bool.random(using: &r)
+        base.sources = ([source] + polled + (usgs ? [QuakeStore.usgsSource] : [])).shuffled(using: &r)
+        var generator = Generator(base: base, format: CatchUpFormat.allCases.randomElement(using: &r)!, usgs: usgs)
         var steps: [SourceStep] = []
         while steps.count < shape.steps {
             if let step = generator.makeStep(&r, polled: polled) { steps.append(step) }
@@ -80,9 +83,14 @@ public enum PushModelCheck {
         /// Catch-up answers asked for and not yet imported (as the runner will hold them).
         var waiting = 0
 
-        init(base: SourceModelCheck.Generator, format: CatchUpFormat) {
+        /// Whether the case polls the USGS feed, and its versions of each quake, oldest first.
+        let usgs: Bool
+        var usgsVersions: [String: [SourceReport]] = [:]
+
+        init(base: SourceModelCheck.Generator, format: CatchUpFormat, usgs: Bool) {
             self.base = base
             self.format = format
+            self.usgs = usgs
         }
 
         /// A step, or nil when the roll only published a version that is not pushed.
@@ -100,6 +108,7 @@ public enum PushModelCheck {
                 return .reconfigure(sources: base.sources.shuffled(using: &r), seconds: seconds, km: km)
             }
             if roll < 10 {
+                if usgs { return nil }
                 return .delete(["\(base.sources.randomElement(using: &r)!)\(Int.random(in: 0..<base.quakes.count, using: &r))"])
             }
             if base.shape.expiry, roll < 13 {
@@ -107,6 +116,11 @@ public enum PushModelCheck {
                 return .expire(before: quake.time + Int64.random(in: -20_000...20_000, using: &r))
             }
             if roll < 30 {
+                if usgs, Bool.random(using: &r) {
+                    // The feed holds the newest version of each of its quakes; often a new one.
+                    if usgsVersions.isEmpty || Int.random(in: 0..<5, using: &r) < 3 { publishUsgs(&r) }
+                    return .feedPoll(usgsVersions.values.compactMap(\.last).sorted { $0.id < $1.id })
+                }
                 let other = polled.randomElement(using: &r)!
                 let count = Int.random(in: 1...max(1, base.shape.runSize), using: &r)
                 return .importRun(source: other, items: (0..<count).map { _ in base.makeItem(other, &r) })
@@ -147,6 +161,24 @@ public enum PushModelCheck {
                 }
             }
             return publish(&r)
+        }
+
+        /// A new version of one of the USGS feed's quakes.
+        mutating func publishUsgs(_ r: inout SeededRandom) {
+            let q = Int.random(in: 0..<base.quakes.count, using: &r)
+            let quake = base.quakes[q]
+            let key = ReportKey(source: QuakeStore.usgsSource, id: "us700\(q)")
+            let (lat, lon) = SourceModelCheck.move(
+                quake.latitude, quake.longitude, km: Double.random(in: 0...30, using: &r),
+                bearing: Double.random(in: 0..<360, using: &r))
+            usgsVersions[key.id, default: []].append(
+                SourceReport(
+                    source: QuakeStore.usgsSource, id: key.id, agency: "US",
+                    time: quake.time + Int64.random(in: -6_000...6_000, using: &r), latitude: lat, longitude: lon,
+                    depth: Double(Int.random(in: 2...30, using: &r)),
+                    magnitude: SourceModelCheck.round(quake.magnitude + Double(Int.random(in: -3...3, using: &r)) / 10, 1),
+                    magnitudeType: "mb", place: "REGION \(q)", eventType: "earthquake", evaluationMode: .automatic,
+                    updated: base.nextUpdated(key, &r)))
         }
 
         /// A new version of one of the agency's events (the first, or a revision).
@@ -214,6 +246,26 @@ public enum PushModelCheck {
             "evtype":"ke","auth":\(text(r.agency)),"mag":\(number(r.magnitude)),"magtype":\(text(r.magnitudeType)),\
             "unid":"\(r.id)"}}
             """
+    }
+
+    /// A USGS summary feed (GeoJSON) of the features, as the feed writes them.
+    static func feed(_ features: [SourceReport]) -> [UInt8] {
+        let json = features.map { f in
+            let code = String(f.id.dropFirst(2))
+            return """
+                {"type":"Feature","properties":{"mag":\(f.magnitude.map { "\($0)" } ?? "null"),"place":"\(f.place ?? "")",\
+                "time":\(f.time),"updated":\(f.updated.map(String.init) ?? "null"),"tz":null,"url":"","detail":"",\
+                "felt":null,"cdi":null,"mmi":null,"alert":null,"status":"automatic","tsunami":0,"sig":100,"net":"us",\
+                "code":"\(code)","ids":",\(f.id),","sources":",us,","types":",origin,","nst":null,"dmin":null,"rms":0.5,\
+                "gap":null,"magType":"\(f.magnitudeType ?? "mb")","type":"earthquake","title":"M - \(f.place ?? "")"},\
+                "geometry":{"type":"Point","coordinates":[\(f.longitude),\(f.latitude),\(f.depth ?? 10)]},"id":"\(f.id)"}
+                """
+        }
+        return Array(
+            """
+            {"type":"FeatureCollection","metadata":{"generated":\(SourceModelCheck.nowMs),"count":\(features.count)},\
+            "features":[\(json.joined(separator: ","))]}
+            """.utf8)
     }
 
     // MARK: The daemon's side

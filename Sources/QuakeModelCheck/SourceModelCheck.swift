@@ -40,6 +40,11 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     /// The oldest catch-up answer waiting: written in its format, read by the format's reader,
     /// imported as a catch-up (position as a push's). Nothing when none waits (a restart drops them).
     case catchUpImport
+    /// The USGS summary feed polled (PushModelCheck): a GeoJSON document with these features
+    /// (source `usgs`, the newest version of each of its quakes), imported by `importFeed` under
+    /// the case's association; in association mode its changes become `usgs` reports associated
+    /// with the sources'. Nothing while the store is in plain mode (before the first source import).
+    case feedPoll([SourceReport])
 
     public var description: String {
         switch self {
@@ -65,6 +70,9 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
                 + catalog.map { "      - \(SourceModelCheck.describe(.report($0)))" }.joined(separator: "\n")
         case .catchUpImport:
             return "the oldest catch-up answer waiting is imported"
+        case .feedPoll(let features):
+            return "the USGS feed is polled (\(features.count) features):\n"
+                + features.map { "      - \(SourceModelCheck.describe(.report($0)))" }.joined(separator: "\n")
         }
     }
 }
@@ -162,6 +170,8 @@ public struct SourceModelCheckResult: Sendable {
     public var staleDeliveries = 0
     /// Pushes imported while a catch-up answer was waiting (between its query and its import).
     public var pushesDuringCatchUp = 0
+    /// Push cases: polls of the USGS feed imported in association mode.
+    public var feedPolls = 0
     public var counterexample: SourceCounterexample?
 }
 
@@ -173,6 +183,7 @@ extension SourceModelCheckResult {
         caughtUp += stats.caughtUp
         staleDeliveries += stats.staleDeliveries
         pushesDuringCatchUp += stats.pushesDuringCatchUp
+        feedPolls += stats.feedPolls
     }
 }
 
@@ -263,6 +274,7 @@ public enum SourceModelCheck {
         var caughtUp = 0
         var staleDeliveries = 0
         var pushesDuringCatchUp = 0
+        var feedPolls = 0
     }
 
     // MARK: Generating
@@ -440,7 +452,7 @@ public enum SourceModelCheck {
 
     static func relative(_ time: Int64) -> String {
         let d = time - t0
-        return (d >= 0 ? "+" : "-") + String(format: "%.1fs", Double(abs(d)) / 1000)
+        return (d >= 0 ? "+" : "-") + String(format: "%.3fs", Double(abs(d)) / 1000)
     }
 
     static func describe(_ item: SourceItem) -> String {
@@ -562,6 +574,40 @@ public enum SourceModelCheck {
                             answer.source, items,
                             try PushModelCheck.position(store, answer.source, items, mutation: mutation), true
                         )
+                    case .feedPoll(let features):
+                        guard try store.isAssociationMode() else { break }
+                        let bytes = PushModelCheck.feed(features)
+                        _ = try await store.importFeed(
+                            source: "model://usgs", now: now,
+                            expiringBefore: expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                            association: configuration
+                        ) { sink in try await sink.send(bytes) }
+                        if reference.configuration != configuration {
+                            reference = Associator.restore(reference.snapshot, configuration: configuration).associator
+                        }
+                        // The `usgs` reports the store made of the rows (QuakeStore.usgsReport(from:),
+                        // internal) are read back, each checked against the feature it came from, and
+                        // those that changed are given to the reference associator.
+                        var held: [ReportKey: SourceReport] = [:]
+                        for r in reference.reports where r.source == QuakeStore.usgsSource { held[ReportKey(r)] = r }
+                        var changed: [SourceItem] = []
+                        for id in try ModelCheck.rows(of: store).keys.sorted() {
+                            for r in try store.reports(ofEvent: id) where r.source == QuakeStore.usgsSource {
+                                // (A shrunk case's poll may lack a feature an earlier one had.)
+                                if let sent = features.first(where: { $0.id == r.id }),
+                                    expireBefore.map({ sent.time >= $0 }) ?? true
+                                {
+                                    try require(
+                                        r.time == sent.time && r.latitude == sent.latitude && r.longitude == sent.longitude
+                                            && r.magnitude == sent.magnitude && r.updated == sent.updated,
+                                        "usgs report \(r.id) is stored as \(describe(.report(r))), the feed's is \(describe(.report(sent)))"
+                                    )
+                                }
+                                if held[ReportKey(r)] != r { changed.append(.report(r)) }
+                            }
+                        }
+                        _ = reference.apply(changed)
+                        stats.feedPolls += 1
                     case .restart:
                         // Dropped, not closed: the process is gone, and the catch-ups it was running.
                         store = try QuakeStore(directory: dir)

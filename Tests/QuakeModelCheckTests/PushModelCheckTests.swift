@@ -3,7 +3,7 @@ import QuakeModelCheck
 import Testing
 
 /// The push model check: EMSC's push source (pushed messages, duplicates and stale revisions,
-/// catch-up answers asked and imported around them) among polled sources, with restarts.
+/// catch-up answers asked and imported around them) among polled sources and the USGS feed, with restarts.
 /// `QUAKED_PUSH_MODEL_SEED` and `QUAKED_PUSH_MODEL_CASES` run other cases (as `quake-bench model
 /// --push` does); the default is fixed so that a failure in CI is reproduced by running the same test.
 @Suite struct PushModelCheckTests {
@@ -15,7 +15,7 @@ import Testing
         let started = Date()
         let result = try await PushModelCheck.run(cases: cases, seed: seed)
         print(
-            "push model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.pushes) pushes (\(result.pushedMessages) messages, \(result.pushesDuringCatchUp) while a catch-up waited), \(result.catchUps) catch-ups (\(result.caughtUp) reports), \(result.staleDeliveries) stale deliveries, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded; \(result.multiSourceEvents) multi-source events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+            "push model: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.pushes) pushes (\(result.pushedMessages) messages, \(result.pushesDuringCatchUp) while a catch-up waited), \(result.catchUps) catch-ups (\(result.caughtUp) reports), \(result.staleDeliveries) stale deliveries, \(result.feedPolls) USGS feed polls, \(result.restarts) restarts, \(result.transactions) transactions (\(result.superseded) superseded; \(result.multiSourceEvents) multi-source events over the steps) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
         )
         if let counterexample = result.counterexample {
             Issue.record("\(counterexample)")
@@ -24,6 +24,7 @@ import Testing
             #expect(result.pushes > cases * 3 && result.catchUps > cases, "pushes and catch-ups")
             #expect(result.pushesDuringCatchUp > 0, "pushes between a catch-up's query and its import")
             #expect(result.staleDeliveries > cases, "stale pushes and catch-up copies")
+            #expect(result.feedPolls > cases / 2, "the USGS feed's polls")
             #expect(result.restarts > 0)
             #expect(result.multiSourceEvents > cases, "association across sources")
         }
@@ -34,7 +35,7 @@ import Testing
         let a = SourceModelCheck.makeCase(seed: 42, shape: shape)
         #expect(a == SourceModelCheck.makeCase(seed: 42, shape: shape))
         #expect(a.steps.count == 24)
-        #expect(a.sources.contains(PushModelCheck.source) && (2...4).contains(a.sources.count))
+        #expect(a.sources.contains(PushModelCheck.source) && (2...5).contains(a.sources.count), "emsc, one to three polled, maybe usgs")
         for step in a.steps {
             switch step {
             case .importRun(let source, _): #expect(source != PushModelCheck.source, "emsc is only pushed and caught up")
@@ -52,5 +53,20 @@ import Testing
         print(counterexample)
         #expect(counterexample.failure.message.contains("position"))
         #expect(counterexample.steps.count <= 4, "shrunk to a few steps")
+    }
+
+    /// Found by `QUAKED_PUSH_MODEL_SEED=777 QUAKED_PUSH_MODEL_CASES=300` (case 269), shrunk to four
+    /// steps of polled sources only: ingv0 imported, gfz0 imported, a restart under another source
+    /// order (emsc, gfz, ingv; windows 10 s and 60 km), then a revision of ingv0 linked to gfz0. After
+    /// it, `checkIntegrity` finds event ingv0's row still listing ingv0's old version among its
+    /// `contributors` (the reports table holds the new one): the row was not republished. Open: a
+    /// known issue until QuakeStore's source import is fixed; when it is, this test fails and the
+    /// `withKnownIssue` goes.
+    @Test("regression: a revision right after a restart under another source order updates the event's contributors")
+    func revisionAfterReconfigureUpdatesContributors() async throws {
+        let result = try await PushModelCheck.run(cases: 1, seed: 777, first: 269)
+        withKnownIssue("the row's contributors keep the report's old version (push seed 777, case 269)") {
+            if let counterexample = result.counterexample { Issue.record("\(counterexample)") }
+        }
     }
 }
