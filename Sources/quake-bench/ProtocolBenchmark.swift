@@ -383,10 +383,6 @@ struct ProtocolBenchmark: AsyncParsableCommand {
     }
 
     /// Milliseconds from `since` until each subscriber's "changed" reply became readable.
-    ///
-    /// The sockets are watched with epoll, each wait costing what is ready: with poll(2), every
-    /// wake scanned all 1,000 descriptors (in the kernel and in this loop), over and over as the
-    /// receipts trickled in, and that scan counted as the later subscribers' latency.
     static func waitForAll(_ subscribers: [UnixSocketClient], since: ContinuousClock.Instant) throws -> [Double] {
         try PushBenchmark.waitForAll(subscribers, since: since, timeout: 10_000).0
     }
