@@ -606,6 +606,10 @@ extension Database {
                 key, report: associator.report(key), event: associator.event(containing: key)?.id,
                 tombstone: associator.tombstone(key), isNew: kept?.report == nil && kept?.tombstone == nil)
         }
+        // Rows the rebuild (or entering association mode) wrote show the reports before the
+        // items: they count as written no more, so that the republishing below writes them again
+        // when a revised member or a namesake changed them.
+        importer.forgetPublished()
         try importer.publish(changes, associator: associator, recorder: &recorder)
         // A revised report that is not its event's preferred one leaves the event as the
         // associator sees it (same members, same preferred report), but not its row: the
@@ -776,6 +780,9 @@ struct SourceImport {
 
     /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
     /// changing their event as the associator compares them: see ``Event``).
+    /// Forgets which rows were written so far (the rebuild's, written before the items applied).
+    mutating func forgetPublished() { published.removeAll() }
+
     mutating func republishEvents(of keys: [ReportKey], associator: Associator, recorder: inout HistoryRecorder)
         throws
     {
