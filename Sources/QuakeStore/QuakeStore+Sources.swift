@@ -815,7 +815,8 @@ struct SourceImport {
         {
             feature = QuakeStore.feature(
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
-                preferred: event.preferred.source == QuakeStore.usgsSource)
+                preferred: event.preferred.source == QuakeStore.usgsSource
+            ) { associator.event(id: $0) != nil }
         }
         (feature.agency, feature.contributors) = QuakeStore.contributorFields(
             preferred: event.preferred, members: members)

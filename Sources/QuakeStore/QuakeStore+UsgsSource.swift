@@ -99,6 +99,16 @@ extension QuakeStore {
         return entries.isEmpty ? nil : "," + entries.joined(separator: ",") + ","
     }
 
+    /// The comma list `ids` (",a,b,") without the entries `isOtherEvent` names, other than
+    /// `keeping`; nil when none is left.
+    static func withoutOtherEvents(_ ids: String?, keeping: String, isOtherEvent: (String) -> Bool) -> String? {
+        guard let ids else { return nil }
+        let entries = ids.split(separator: ",").map(String.init)
+        let kept = entries.filter { $0 == keeping || !isOtherEvent($0) }
+        if kept.count == entries.count { return ids }
+        return kept.isEmpty ? nil : "," + kept.joined(separator: ",") + ","
+    }
+
     /// The `usgsReports` row `id`.
     static func usgsReportRow(_ db: Database, id: String) throws -> FeedFeature? {
         try Row.fetchOne(
@@ -111,9 +121,15 @@ extension QuakeStore {
     /// USGS-only fields of its usgs member's row; the row itself (under the event's id) when that
     /// report is the event's only member, and its `net`, `code` and `ids` too when it is the
     /// preferred one, and its `sources` followed by the other members' agencies.
-    static func feature(_ feature: FeedFeature, withUsgsRow row: FeedFeature, onlyMember: Bool, preferred: Bool)
-        -> FeedFeature
-    {
+    ///
+    /// As for the members' ids, an id of the feed's `ids` that is another event's id
+    /// (`isOtherEvent`) is left out: no row lists another row's id as its alias.
+    static func feature(
+        _ feature: FeedFeature, withUsgsRow row: FeedFeature, onlyMember: Bool, preferred: Bool,
+        isOtherEvent: (String) -> Bool = { _ in false }
+    ) -> FeedFeature {
+        var row = row
+        row.ids = withoutOtherEvents(row.ids, keeping: feature.id, isOtherEvent: isOtherEvent)
         if onlyMember {
             var own = row
             own.id = feature.id
