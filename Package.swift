@@ -255,6 +255,8 @@ let package = Package(
             name: "QuakeModelCheck",
             dependencies: [
                 "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeAssociation", "QuakeModel",
+                // PushModelCheck reads what it pushes with the daemon's readers.
+                "QuakeSources",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

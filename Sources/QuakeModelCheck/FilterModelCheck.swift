@@ -19,6 +19,16 @@ public enum FilterModelCheck {
         cases: Int, seed: UInt64, first: Int = 0, shape: ModelShape = ModelShape(), filters: Int = 3,
         progress: (@Sendable (Int) -> Void)? = nil
     ) async throws -> ModelCheckResult {
+        // Off the global executor: see OwnThreadExecutor.
+        try await runOnOwnThread {
+            try await runHere(cases: cases, seed: seed, first: first, shape: shape, filters: filters, progress: progress)
+        }
+    }
+
+    static func runHere(
+        cases: Int, seed: UInt64, first: Int = 0, shape: ModelShape = ModelShape(), filters: Int = 3,
+        progress: (@Sendable (Int) -> Void)? = nil
+    ) async throws -> ModelCheckResult {
         let writer = try DocumentWriter(feed: ModelCheck.templateFeed)
         let generator = ModelGenerator(templates: writer.templateCount, shape: shape)
         var result = ModelCheckResult()

@@ -229,6 +229,16 @@ public enum SourceModelCheck {
         cases: Int, seed: UInt64, first: Int = 0, shape: SourceShape = SourceShape(), mutation: Mutation = .none,
         progress: (@Sendable (Int) -> Void)? = nil
     ) async throws -> SourceModelCheckResult {
+        // Off the global executor: see OwnThreadExecutor.
+        try await runOnOwnThread {
+            try await runHere(cases: cases, seed: seed, first: first, shape: shape, mutation: mutation, progress: progress)
+        }
+    }
+
+    static func runHere(
+        cases: Int, seed: UInt64, first: Int = 0, shape: SourceShape = SourceShape(), mutation: Mutation = .none,
+        progress: (@Sendable (Int) -> Void)? = nil
+    ) async throws -> SourceModelCheckResult {
         var result = SourceModelCheckResult()
         for index in first..<first + cases {
             let caseSeed = SeededRandom.caseSeed(seed ^ (shape.push ? 0x9A_5E_0CE5 : 0x50_0CE5), index)
