@@ -78,11 +78,14 @@ public final class HTTPServer: Sendable {
     public var port: Int { socket.port }
 
     /// Opens a listening socket on `host` (loopback unless told otherwise) and `port` (0: any free
-    /// one). `setting` names what asked for it in the error (`http-listen: cannot listen on ...`).
-    public static func open(host: String = "127.0.0.1", port: Int, setting: String = "http-listen") async throws -> Socket {
+    /// one). `setting` names what asked for it in the error (`http-listen: cannot listen on ...`);
+    /// a connection idle for `idleTimeout` is closed.
+    public static func open(
+        host: String = "127.0.0.1", port: Int, setting: String = "http-listen", idleTimeout: TimeAmount = idleTimeout
+    ) async throws -> Socket {
         do {
             let address = try SocketAddress(ipAddress: host, port: port)
-            return try await open(bootstrap: { bootstrap, initializer in
+            return try await open(idleTimeout: idleTimeout, bootstrap: { bootstrap, initializer in
                 try await bootstrap.bind(to: address, childChannelInitializer: initializer)
             })
         } catch {
@@ -95,7 +98,7 @@ public final class HTTPServer: Sendable {
     /// names what it is for in the error (`cannot serve HTTP on ...`).
     public static func open(descriptor: CInt, serving: String = "HTTP") async throws -> Socket {
         do {
-            return try await open(bootstrap: { bootstrap, initializer in
+            return try await open(idleTimeout: idleTimeout, bootstrap: { bootstrap, initializer in
                 try await bootstrap.bind(descriptor, childChannelInitializer: initializer)
             })
         } catch {
@@ -104,6 +107,7 @@ public final class HTTPServer: Sendable {
     }
 
     private static func open(
+        idleTimeout: TimeAmount,
         bootstrap bind: (
             ServerBootstrap, @escaping @Sendable (any Channel) -> EventLoopFuture<Connection>
         ) async throws -> NIOAsyncChannel<Connection, Never>
@@ -113,7 +117,7 @@ public final class HTTPServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Connection> = { channel in
             channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
+                try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                 try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                 try channel.pipeline.syncOperations.addHandler(

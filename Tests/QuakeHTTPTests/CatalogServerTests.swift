@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import QuakeHTTP
 import QuakeStore
 import QuakeTestSupport
@@ -7,11 +8,14 @@ import Testing
 
 /// The server itself: its connection limit and its shutdown.
 @Suite struct CatalogServerTests {
-    static func withServer(_ body: (HTTPServer.Socket, Task<Void, any Error>) async throws -> Void) async throws {
+    static func withServer(
+        idleTimeout: TimeAmount = HTTPServer.idleTimeout,
+        _ body: (HTTPServer.Socket, Task<Void, any Error>) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { directory in
             let store = try QuakeStore(directory: directory)
             defer { try? store.close() }
-            let socket = try await HTTPServer.open(port: 0)
+            let socket = try await HTTPServer.open(port: 0, idleTimeout: idleTimeout)
             #expect(socket.localAddress == "127.0.0.1:\(socket.port)", "loopback by default")
             let server = HTTPServer(
                 socket: socket, router: CatalogRouter(store: store), logger: Logger(label: "quaked.http.test"))
@@ -28,7 +32,9 @@ import Testing
 
     @Test("at most 32 connections at once: the next is closed unanswered, and a freed place is taken again")
     func connectionLimit() async throws {
-        try await Self.withServer { socket, _ in
+        // Idle connections are closed after 10 minutes, not the 30 s default: on a loaded machine
+        // the first of the 32 may otherwise idle out (freeing its place) before the 33rd comes.
+        try await Self.withServer(idleTimeout: .minutes(10)) { socket, _ in
             var open: [TCPProbe] = []
             for _ in 0..<HTTPServer.maxConnections {
                 let connection = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
@@ -54,16 +60,19 @@ import Testing
         }
     }
 
+    /// The connection would be closed as idle after 10 minutes: ending well before that shows
+    /// the cancellation ended it, not the idle close (the minute allowed is for a loaded machine,
+    /// where every suite runs at once on two cores).
     @Test("cancelling run() ends it promptly with a keep-alive connection open, and stops listening")
     func shutdown() async throws {
-        try await Self.withServer { socket, task in
+        try await Self.withServer(idleTimeout: .minutes(10)) { socket, task in
             let connection = try TCPProbe(port: socket.port, receiveBufferSize: 4096)
             let answer = try await Self.version(connection)
             #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
             let started = ContinuousClock.now
             task.cancel()
             _ = try? await task.value
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < .seconds(60))
             #expect(throws: (any Error).self) { try TCPProbe(port: socket.port, receiveBufferSize: 4096) }
         }
     }
