@@ -70,7 +70,7 @@ struct RawStatement {
     func int64(_ column: Int32) -> Int64? { columns.int64(column) }
     func double(_ column: Int32) -> Double? { columns.double(column) }
 
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    fileprivate static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
 
 /// Reads the columns of a statement's current row through the C API.
@@ -95,23 +95,18 @@ struct ColumnReader {
 }
 
 extension RawStatement {
-    /// Binds a value as GRDB would bind it in `StatementArguments` (NULL for nil).
+    /// Binds a value as GRDB would bind it in `StatementArguments` (NULL for nil), through the
+    /// typed binds above.
     func bind(_ index: Int32, value: DatabaseValue) {
         switch value.storage {
         case .null: sqlite3_bind_null(handle, index)
-        case .int64(let v): sqlite3_bind_int64(handle, index, v)
-        case .double(let v): sqlite3_bind_double(handle, index, v)
-        case .string(let v):
-            var v = v
-            v.withUTF8 { utf8 in
-                let base = utf8.baseAddress.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(bitPattern: 1)!
-                _ = sqlite3_bind_text(
-                    handle, index, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transientCopy)
-            }
+        case .int64(let v): bind(index, v)
+        case .double(let v): bind(index, v)
+        case .string(let v): bind(index, v)
         case .blob(let data):
             data.withUnsafeBytes { bytes in
                 let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-                _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transientCopy)
+                _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
             }
         }
     }
@@ -129,6 +124,4 @@ extension RawStatement {
     func run(_ values: DatabaseValueConvertible?...) throws {
         try run(values.map { $0?.databaseValue ?? .null })
     }
-
-    fileprivate static let transientCopy = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
