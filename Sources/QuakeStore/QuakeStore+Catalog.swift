@@ -144,17 +144,9 @@ extension QuakeStore {
             source: source, author: .backfill, maxBytes: maxBytes, now: now, expiringBefore: expiringBefore,
             association: association, produce: produce
         ) { db, report in
-            try db.execute(
-                sql: """
-                    UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
-                        eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
-                        lastToken = coalesce(?, lastToken)
-                    WHERE id = ?
-                    """,
-                arguments: [
-                    windowEnd, max(span, 1), report.features, report.inserted + report.updated + report.deleted,
-                    report.token, id,
-                ])
+            try Self.recordBackfillWindow(
+                db, job: id, windowEnd: windowEnd, span: span, fetched: report.features,
+                imported: report.inserted + report.updated + report.deleted, token: report.token)
         }
     }
 
@@ -171,40 +163,41 @@ extension QuakeStore {
     ) async throws -> SourceImportReport {
         let cache = associatorCache
         let commitSignal = commitSignal
-        let report: SourceImportReport
-        do {
-            report = try await pool.write { db -> SourceImportReport in
-                let run = try Row.fetchOne(
-                    db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
-                    arguments: [name])
-                var recorder = try HistoryRecorder(
-                    db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
-                let result = try db.associateSourceItems(
-                    name, batches: [items], position: nil, query: query, association: association, now: now,
-                    expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
-                // The source's last run stays the last run's (NULL when it has not run yet).
-                try db.execute(
-                    sql:
-                        "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",
-                    arguments: [run?[0] as Int64?, run?[1] as Int64?, run?[2] as String?, run?[3] as String?, name])
-                let report = result
-                try db.execute(
-                    sql: """
-                        UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
-                            eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
-                            lastToken = coalesce(?, lastToken)
-                        WHERE id = ?
-                        """,
-                    arguments: [
-                        windowEnd, max(span, 1), report.items, report.applied, report.token, id,
-                    ])
-                return result
-            }
-        } catch {
-            restoreAssociatorAfterRollback()
-            throw error
+        return try await writeAssociating { db in
+            let run = try Row.fetchOne(
+                db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
+                arguments: [name])
+            var recorder = try HistoryRecorder(
+                db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
+            let report = try db.associateSourceItems(
+                name, batches: [items], position: nil, query: query, association: association, now: now,
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+            // The source's last run stays the last run's (NULL when it has not run yet).
+            try db.execute(
+                sql: "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",
+                arguments: [run?[0] as Int64?, run?[1] as Int64?, run?[2] as String?, run?[3] as String?, name])
+            try Self.recordBackfillWindow(
+                db, job: id, windowEnd: windowEnd, span: span, fetched: report.items, imported: report.applied,
+                token: report.token)
+            return report
         }
-        return report
+    }
+
+    /// Moves backfill job `id`'s cursor to `windowEnd`, keeps the window length, and adds the
+    /// window to its counts (`fetched` events read, `imported` applied; `token` the window's
+    /// history transaction, if it changed anything), in the window's import transaction.
+    static func recordBackfillWindow(
+        _ db: Database, job id: Int64, windowEnd: Int64, span: Int64, fetched: Int, imported: Int,
+        token: HistoryToken?
+    ) throws {
+        try db.execute(
+            sql: """
+                UPDATE backfillJobs SET cursor = ?, span = ?, windowsDone = windowsDone + 1,
+                    eventsFetched = eventsFetched + ?, eventsImported = eventsImported + ?,
+                    lastToken = coalesce(?, lastToken)
+                WHERE id = ?
+                """,
+            arguments: [windowEnd, max(span, 1), fetched, imported, token, id])
     }
 
     static func job(_ row: Row) throws -> BackfillJobRecord {

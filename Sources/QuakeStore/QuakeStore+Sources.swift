@@ -191,20 +191,25 @@ extension QuakeStore {
     ) async throws -> SourceImportReport {
         let cache = associatorCache
         let commitSignal = commitSignal
-        let report: SourceImportReport
+        return try await writeAssociating { db in
+            var recorder = try HistoryRecorder(
+                db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
+            return try db.associateSourceItems(
+                name, batches: [items], position: position, query: query, association: association, now: now,
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+        }
+    }
+
+    /// A write that associates (``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``):
+    /// when it fails, the associator its rolled-back transaction took is restored
+    /// (``restoreAssociatorAfterRollback()``) before the error is thrown on.
+    func writeAssociating<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            report = try await pool.write { db -> SourceImportReport in
-                var recorder = try HistoryRecorder(
-                    db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
-                return try db.associateSourceItems(
-                    name, batches: [items], position: position, query: query, association: association, now: now,
-                    expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
-            }
+            return try await pool.write(updates)
         } catch {
             restoreAssociatorAfterRollback()
             throw error
         }
-        return report
     }
 
     /// After a write that failed: when its transaction rolled back a source import's associator
@@ -778,11 +783,11 @@ struct SourceImport {
         }
     }
 
-    /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
-    /// changing their event as the associator compares them: see ``Event``).
     /// Forgets which rows were written so far (the rebuild's, written before the items applied).
     mutating func forgetPublished() { published.removeAll() }
 
+    /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
+    /// changing their event as the associator compares them: see ``Event``).
     mutating func republishEvents(of keys: [ReportKey], associator: Associator, recorder: inout HistoryRecorder)
         throws
     {
