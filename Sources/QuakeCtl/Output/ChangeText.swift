@@ -24,31 +24,21 @@ public enum ChangeText {
         switch change.kind {
         case .insert:
             let label = style.paint(Formatting.fit("new", 9), .green)
-            guard change.quake != nil else {
+            guard let q = change.quake else {
                 return "\(label)\(Formatting.magnitudeColumn(nil, style))  "
                     + "\(Formatting.fit("(removed since)", placeWidth))  \(style.dim(change.quakeId))"
             }
-            // The quake's fields read in place (`change.quake!.…`): binding it would copy it whole.
             return label
                 + Formatting.row(
-                    mag: change.quake!.mag, place: change.quake!.place, time: change.quake!.time, id: change.quake!.id,
-                    placeWidth: placeWidth, style, now: now, agencies: agency(change.quake!.net),
-                    agencyWidth: agencyWidth)
+                    mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now,
+                    agencies: agency(q.net), agencyWidth: agencyWidth)
         case .update:
             let label = style.paint(Formatting.fit("updated", 9), .yellow)
-            // The quake's fields read in place (`change.quake!.…`): binding it would copy it whole.
-            let row: String
-            if change.quake != nil {
-                row = Formatting.row(
-                    mag: change.quake!.mag ?? newValue(change, "mag") ?? before?.mag, place: change.quake!.place,
-                    time: change.quake!.time, id: change.quakeId, placeWidth: placeWidth, style, now: now,
-                    agencies: agency(change.quake!.net), agencyWidth: agencyWidth)
-            } else {
-                row = Formatting.row(
-                    mag: newValue(change, "mag") ?? before?.mag, place: before?.place, time: before?.time ?? 0,
-                    id: change.quakeId, placeWidth: placeWidth, style, now: now, agencies: agency(before?.net),
-                    agencyWidth: agencyWidth)
-            }
+            let q = change.quake ?? before
+            let mag = change.quake?.mag ?? newValue(change, "mag") ?? before?.mag
+            let row = Formatting.row(
+                mag: mag, place: q?.place, time: q?.time ?? 0, id: change.quakeId, placeWidth: placeWidth, style,
+                now: now, agencies: agency(q?.net), agencyWidth: agencyWidth)
             var text = label + row
             appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
             return text
