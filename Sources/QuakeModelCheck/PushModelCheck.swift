@@ -186,20 +186,9 @@ public enum PushModelCheck {
             let q = Int.random(in: 0..<base.quakes.count, using: &r)
             let quake = base.quakes[q]
             let key = ReportKey(source: PushModelCheck.source, id: "\(PushModelCheck.source)\(q)")
-            let wide = Int.random(in: 0..<3, using: &r) == 0
-            var time = quake.time + Int64.random(in: wide ? -12_000...12_000 : -6_000...6_000, using: &r)
-            var (lat, lon) = SourceModelCheck.move(
-                quake.latitude, quake.longitude, km: Double.random(in: 0...(wide ? 60 : 30), using: &r),
-                bearing: Double.random(in: 0..<360, using: &r))
+            var (time, lat, lon) = SourceModelCheck.solution(of: quake, &r)
             if Int.random(in: 0..<8, using: &r) == 0 {
-                // A revision across the windows.
-                if Bool.random(using: &r) {
-                    time += Int64.random(in: 20_000...40_000, using: &r) * (Bool.random(using: &r) ? 1 : -1)
-                } else {
-                    (lat, lon) = SourceModelCheck.move(
-                        quake.latitude, quake.longitude, km: Double.random(in: 120...220, using: &r),
-                        bearing: Double.random(in: 0..<360, using: &r))
-                }
+                SourceModelCheck.reviseAcrossTheWindows(quake, time: &time, lat: &lat, lon: &lon, &r)
             }
             let report = SourceReport(
                 source: PushModelCheck.source, id: key.id, agency: "EMSC", time: time, latitude: lat, longitude: lon,

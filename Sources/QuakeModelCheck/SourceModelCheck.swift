@@ -389,26 +389,13 @@ public enum SourceModelCheck {
             let q = Int.random(in: 0..<quakes.count, using: &r)
             var key = ReportKey(source: source, id: "\(source)\(q)")
             let quake = quakes[q]
-            // Realistic offsets from the truth: mostly within 6 s and 30 km (two agencies 12 s
-            // and 60 km apart at most), sometimes twice that.
-            let wide = Int.random(in: 0..<3, using: &r) == 0
-            var time = quake.time + Int64.random(in: wide ? -12_000...12_000 : -6_000...6_000, using: &r)
-            var (lat, lon) = SourceModelCheck.move(
-                quake.latitude, quake.longitude, km: Double.random(in: 0...(wide ? 60 : 30), using: &r),
-                bearing: Double.random(in: 0..<360, using: &r))
+            var (time, lat, lon) = SourceModelCheck.solution(of: quake, &r)
             let magnitude = SourceModelCheck.round(quake.magnitude + Double(Int.random(in: -3...3, using: &r)) / 10, 1)
             var links: [String] = []
             var updated: Int64?
             switch Int.random(in: 0..<20, using: &r) {
             case 9, 10:
-                // A revision across the windows: beyond 16 s, or beyond 100 km.
-                if Bool.random(using: &r) {
-                    time += Int64.random(in: 20_000...40_000, using: &r) * (Bool.random(using: &r) ? 1 : -1)
-                } else {
-                    (lat, lon) = SourceModelCheck.move(
-                        quake.latitude, quake.longitude, km: Double.random(in: 120...220, using: &r),
-                        bearing: Double.random(in: 0..<360, using: &r))
-                }
+                SourceModelCheck.reviseAcrossTheWindows(quake, time: &time, lat: &lat, lon: &lon, &r)
             case 11, 12:
                 // A stale copy: older than the newest the agency gave.
                 if let last = lastUpdated[key] {
@@ -453,6 +440,31 @@ public enum SourceModelCheck {
     }
 
     /// The point `km` away from (lat, lon) on `bearing` (degrees), rounded to 0.001°.
+    /// An agency's solution of `quake`, offset from the truth as real ones are: mostly within 6 s
+    /// and 30 km (two agencies 12 s and 60 km apart at most), sometimes twice that.
+    static func solution(of quake: TrueQuake, _ r: inout SeededRandom) -> (time: Int64, lat: Double, lon: Double) {
+        let wide = Int.random(in: 0..<3, using: &r) == 0
+        let time = quake.time + Int64.random(in: wide ? -12_000...12_000 : -6_000...6_000, using: &r)
+        let (lat, lon) = move(
+            quake.latitude, quake.longitude, km: Double.random(in: 0...(wide ? 60 : 30), using: &r),
+            bearing: Double.random(in: 0..<360, using: &r))
+        return (time, lat, lon)
+    }
+
+    /// A revision of a solution of `quake` across the association windows: beyond 16 s, or
+    /// beyond 100 km.
+    static func reviseAcrossTheWindows(
+        _ quake: TrueQuake, time: inout Int64, lat: inout Double, lon: inout Double, _ r: inout SeededRandom
+    ) {
+        if Bool.random(using: &r) {
+            time += Int64.random(in: 20_000...40_000, using: &r) * (Bool.random(using: &r) ? 1 : -1)
+        } else {
+            (lat, lon) = move(
+                quake.latitude, quake.longitude, km: Double.random(in: 120...220, using: &r),
+                bearing: Double.random(in: 0..<360, using: &r))
+        }
+    }
+
     static func move(_ lat: Double, _ lon: Double, km: Double, bearing: Double) -> (Double, Double) {
         let b = bearing * .pi / 180
         let dLat = km * cos(b) / 111.2
