@@ -23,6 +23,8 @@ public struct QuakeStore: Sendable {
     let commitSignal = CommitSignal()
     /// The associator of the source imports, kept between them; shared by every copy of this value.
     let associatorCache = AssociatorCache()
+    /// Checkpoints the WAL after commits rather than in them; shared by every copy of this value.
+    let checkpointer: WALCheckpointer
 
     /// Opens (creating and migrating as needed) `quakes.sqlite` in `directory`, creating the
     /// directory with mode 0750 when it is missing.
@@ -34,11 +36,19 @@ public struct QuakeStore: Sendable {
 
     /// Opens (creating and migrating as needed) the store at `path`.
     public init(path: String) throws {
+        try self.init(path: path, walCheckpointPages: WALCheckpointer.defaultThreshold)
+    }
+
+    /// ``init(path:)`` with the WAL checkpointed past `walCheckpointPages` pages (tests).
+    init(path: String, walCheckpointPages: Int32) throws {
         _ = Self.sqliteConfigured
+        let checkpointer = WALCheckpointer(threshold: walCheckpointPages)
         var configuration = Configuration()
         configuration.label = "quakes"
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
+            // The writer's WAL is checkpointed beside its commits, not in them (WALCheckpointer).
+            if !db.configuration.readonly { checkpointer.install(on: db, path: path) }
             // WAL + NORMAL is safe against a crash of the process (a kill -9 mid-import loses
             // only the uncommitted transaction); a power cut may lose the last commits, which
             // the next pull brings back.
@@ -54,6 +64,7 @@ public struct QuakeStore: Sendable {
         try StoreSchema.migrator.migrate(pool)
         self.pool = pool
         self.path = path
+        self.checkpointer = checkpointer
         self.storeID = try pool.read { db in
             try String.fetchOne(db, sql: "SELECT storeId FROM storeInfo")!
         }
@@ -83,6 +94,7 @@ public struct QuakeStore: Sendable {
 
     /// Closes the database. Later calls fail.
     public func close() throws {
+        try checkpointer.close()
         try pool.close()
     }
 

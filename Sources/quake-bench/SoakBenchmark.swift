@@ -53,8 +53,9 @@ struct SoakBenchmark: AsyncParsableCommand {
     /// The goals: private memory and descriptors flat after the warm-up, the WAL bounded.
     static let memoryGoalMiBPer1000 = 1.0
     static let descriptorGoalPer1000 = 1.0
-    /// SQLite checkpoints the WAL when it passes 1,000 pages (quaked's pages are 16 KiB) and
-    /// reuses it from the start when no reader is behind; the file keeps its largest size.
+    /// quaked checkpoints the WAL when it passes 1,000 pages (quaked's pages are 16 KiB; see
+    /// QuakeStore's WALCheckpointer) and SQLite reuses it from the start when no reader is
+    /// behind; the file keeps its largest size.
     static let walCheckpointMiB = 1000.0 * 16 / 1024
 
     func validate() throws {
@@ -387,7 +388,7 @@ struct SoakBenchmark: AsyncParsableCommand {
             subscribers: Self.slope(after) { Double($0.subscribers) })
         let walAtWarmUp = Double(after.first?.walBytes ?? 0) / mib
         let walMax = Double(after.map(\.walBytes).max() ?? 0) / mib
-        // The bound: the autocheckpoint's 16 MiB plus a pull's transaction (1 MiB is ample for a
+        // The bound: the checkpoint threshold's 16 MiB plus a pull's transaction (1 MiB is ample for a
         // few changes), or what the WAL already reached by the end of the warm-up (the first
         // import of the whole feed is one transaction; the file keeps its largest size).
         let walBound = max(Self.walCheckpointMiB + 1, walAtWarmUp)
@@ -427,7 +428,7 @@ struct SoakBenchmark: AsyncParsableCommand {
         say(
             String(
                 format:
-                    "  WAL %+.2f MiB, largest %.1f MiB; goal: bounded by %.1f MiB (SQLite's autocheckpoint at 1,000 pages of 16 KiB, plus a pull; or its size after the warm-up): %@",
+                    "  WAL %+.2f MiB, largest %.1f MiB; goal: bounded by %.1f MiB (checkpointed past 1,000 pages of 16 KiB, plus a pull; or its size after the warm-up): %@",
                 slopes.walMiB, walMax, walBound, met("walBounded")))
         say(
             String(
