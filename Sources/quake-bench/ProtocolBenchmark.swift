@@ -362,10 +362,16 @@ struct ProtocolBenchmark: AsyncParsableCommand {
                 // The first round warms up the new connections; it is not counted.
                 if round == 1 { daemonBefore = try Self.notificationLatency(rpc) }
                 let started = ContinuousClock.now
-                // One committed transaction: delete one quake.
-                _ = try rpc.call(IOQuaked.Delete.name, ["ids": ["bn\(deleteIndex)"]])
+                // One committed transaction: delete one quake. Its reply is read after the
+                // notifications: a round waiting for it first would see none of them until it
+                // came, and a reply written after the fan-out (its connection's loop writes
+                // subscribers' frames too) would date every receipt of the round at its own.
+                try rpc.send(#"{"method":"\#(IOQuaked.Delete.name)","parameters":{"ids":["bn\#(deleteIndex)"]}}"#)
                 deleteIndex += 1
                 let measured = try Self.waitForAll(subscribers, since: started)
+                guard let reply = try rpc.receive(), !reply.contains(#""error""#) else {
+                    throw ValidationError("Delete of bn\(deleteIndex - 1) failed")
+                }
                 if round > 0 { latencies += measured }
             }
             let daemonAfter = try Self.notificationLatency(rpc)
