@@ -54,6 +54,10 @@ public final class UnixSocketClient: @unchecked Sendable {
         try send(Array(json.utf8) + [0])
     }
 
+    /// Whether a whole message has been read from the socket and not yet returned (poll(2) on
+    /// the socket does not see it).
+    public var hasBufferedMessage: Bool { buffer[scanned...].contains(0) }
+
     /// The next NUL-terminated message as text; nil at EOF. Throws on timeout.
     public func receive(timeout: Duration = .seconds(10)) throws -> String? {
         try receiveBytes(timeout: timeout).map { String(decoding: $0, as: UTF8.self) }
