@@ -229,7 +229,8 @@ struct PushBenchmark: AsyncParsableCommand {
             published.withLockedValue {
                 $0.append(Self.feature(id: String(format: "pb%03d", index + 1), index: index + 1, published: Self.now()))
             }
-            let (latencies, head) = try Self.waitForAll(clients, since: started, after: lastHead, timeout: 10_000)
+            let (latencies, head) = try Self.waitForAll(
+                clients, since: started, after: lastHead, timeout: 10_000)
             lastHead = head
             pollPath.add(latencies: latencies, head: head, sentAt: publishedAt)
         }
