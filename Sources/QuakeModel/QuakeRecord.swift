@@ -49,6 +49,11 @@ public struct QuakeField: Sendable, Hashable {
     public let unit: Unit?
     /// One line on what it holds.
     public let doc: String
+    /// The USGS's summary feed gives it and the other agencies' reports do not (its DYFI, ShakeMap
+    /// and PAGER figures, the stations, the event's page and title): an event with a `usgs` member
+    /// takes it from that member's row; without one it is null (`title` is then made from the
+    /// preferred report's magnitude and place). The other fields come from the preferred report.
+    public let isUsgsOnly: Bool
     /// For a text field that holds JSON: the io.quaked type of that JSON (`[]Contributor`), its
     /// type on the wire. The text is the value's canonical JSON, exactly what the generated type's
     /// `write(to:)` writes (compact, members in the interface's order, nulls left out). Nil for a
@@ -57,7 +62,7 @@ public struct QuakeField: Sendable, Hashable {
 
     public init(
         _ name: String, _ kind: Kind, origin: Origin = .property, required: Bool = false, unit: Unit? = nil,
-        json jsonType: String? = nil, _ doc: String
+        usgsOnly: Bool = false, json jsonType: String? = nil, _ doc: String
     ) {
         precondition(jsonType == nil || kind == .text, "\(name): JSON is held in a text field")
         self.name = name
@@ -65,6 +70,7 @@ public struct QuakeField: Sendable, Hashable {
         self.origin = origin
         self.isRequired = required
         self.unit = unit
+        self.isUsgsOnly = usgsOnly
         self.jsonType = jsonType
         self.doc = doc
     }
@@ -102,28 +108,28 @@ public enum QuakeRecord {
         QuakeField("place", .text, "a description of the region, often \"8 km W of Town, Region\""),
         QuakeField("time", .integer, required: true, unit: .epochMilliseconds, "origin time"),
         QuakeField("updated", .integer, unit: .epochMilliseconds, "when the event was last changed"),
-        QuakeField("tz", .integer, unit: .minutes, "time zone offset of the epicentre (old events only)"),
-        QuakeField("url", .text, "the event's page"),
-        QuakeField("detail", .text, "the event's GeoJSON detail feed"),
-        QuakeField("felt", .integer, "number of Did You Feel It? reports"),
-        QuakeField("cdi", .real, "maximum reported intensity (DYFI)"),
-        QuakeField("mmi", .real, "maximum estimated instrumental intensity (ShakeMap)"),
-        QuakeField("alert", .text, "PAGER alert level: green, yellow, orange or red"),
+        QuakeField("tz", .integer, unit: .minutes, usgsOnly: true, "time zone offset of the epicentre (old events only)"),
+        QuakeField("url", .text, usgsOnly: true, "the event's page"),
+        QuakeField("detail", .text, usgsOnly: true, "the event's GeoJSON detail feed"),
+        QuakeField("felt", .integer, usgsOnly: true, "number of Did You Feel It? reports"),
+        QuakeField("cdi", .real, usgsOnly: true, "maximum reported intensity (DYFI)"),
+        QuakeField("mmi", .real, usgsOnly: true, "maximum estimated instrumental intensity (ShakeMap)"),
+        QuakeField("alert", .text, usgsOnly: true, "PAGER alert level: green, yellow, orange or red"),
         QuakeField("status", .text, "automatic, reviewed or deleted (lower case)"),
-        QuakeField("tsunami", .integer, "1 for large events in oceanic regions, else 0"),
-        QuakeField("sig", .integer, "significance, 0 to about 1000"),
+        QuakeField("tsunami", .integer, usgsOnly: true, "1 for large events in oceanic regions, else 0"),
+        QuakeField("sig", .integer, usgsOnly: true, "significance, 0 to about 1000"),
         QuakeField("net", .text, "the preferred contributor's network"),
         QuakeField("code", .text, "the event's code at that network"),
         QuakeField("ids", .text, "every id of the event, as a comma list with leading and trailing commas"),
         QuakeField("sources", .text, "the contributing networks, as a comma list"),
-        QuakeField("types", .text, "the product types of the event, as a comma list"),
-        QuakeField("nst", .integer, "number of stations used for the location"),
-        QuakeField("dmin", .real, unit: .degrees, "horizontal distance to the nearest station"),
-        QuakeField("rms", .real, unit: .seconds, "root-mean-square travel time residual"),
-        QuakeField("gap", .real, unit: .degrees, "largest azimuthal gap between stations"),
+        QuakeField("types", .text, usgsOnly: true, "the product types of the event, as a comma list"),
+        QuakeField("nst", .integer, usgsOnly: true, "number of stations used for the location"),
+        QuakeField("dmin", .real, unit: .degrees, usgsOnly: true, "horizontal distance to the nearest station"),
+        QuakeField("rms", .real, unit: .seconds, usgsOnly: true, "root-mean-square travel time residual"),
+        QuakeField("gap", .real, unit: .degrees, usgsOnly: true, "largest azimuthal gap between stations"),
         QuakeField("magType", .text, "how the magnitude was computed (ml, mb, mww, ...)"),
         QuakeField("type", .text, "earthquake, quarry blast, explosion, ..."),
-        QuakeField("title", .text, "a title for the event"),
+        QuakeField("title", .text, usgsOnly: true, "a title for the event"),
         QuakeField("lon", .real, origin: .coordinate(0), unit: .degrees, "longitude of the epicentre"),
         QuakeField("lat", .real, origin: .coordinate(1), unit: .degrees, "latitude of the epicentre"),
         QuakeField("depth", .real, origin: .coordinate(2), unit: .kilometres, "depth of the hypocentre; negative above sea level"),

@@ -1,5 +1,6 @@
 import Foundation
 import QuakeAssociation
+import QuakeFeed
 import QuakeModel
 import QuakeSources
 import QuakeStore
@@ -239,22 +240,35 @@ public enum PushModelCheck {
 
     /// A USGS summary feed (GeoJSON) of the features, as the feed writes them.
     static func feed(_ features: [SourceReport]) -> [UInt8] {
-        let json = features.map { f in
-            let code = String(f.id.dropFirst(2))
-            return """
-                {"type":"Feature","properties":{"mag":\(f.magnitude.map { "\($0)" } ?? "null"),"place":"\(f.place ?? "")",\
-                "time":\(f.time),"updated":\(f.updated.map(String.init) ?? "null"),"tz":null,"url":"","detail":"",\
-                "felt":null,"cdi":null,"mmi":null,"alert":null,"status":"automatic","tsunami":0,"sig":100,"net":"us",\
-                "code":"\(code)","ids":",\(f.id),","sources":",us,","types":",origin,","nst":null,"dmin":null,"rms":0.5,\
-                "gap":null,"magType":"\(f.magnitudeType ?? "mb")","type":"earthquake","title":"M - \(f.place ?? "")"},\
-                "geometry":{"type":"Point","coordinates":[\(f.longitude),\(f.latitude),\(f.depth ?? 10)]},"id":"\(f.id)"}
-                """
+        var writer = SummaryGeoJSON(generated: SourceModelCheck.nowMs, url: "", title: "")
+        var out: [UInt8] = []
+        writer.appendHeader(count: features.count, to: &out)
+        for f in features {
+            var q = FeedFeature(id: f.id, time: f.time)
+            q.mag = f.magnitude
+            q.place = f.place ?? ""
+            q.updated = f.updated
+            q.url = ""
+            q.detail = ""
+            q.status = "automatic"
+            q.tsunami = 0
+            q.sig = 100
+            q.net = "us"
+            q.code = String(f.id.dropFirst(2))
+            q.ids = ",\(f.id),"
+            q.sources = ",us,"
+            q.types = ",origin,"
+            q.rms = 0.5
+            q.magType = f.magnitudeType ?? "mb"
+            q.type = "earthquake"
+            q.title = "M - \(f.place ?? "")"
+            q.lon = f.longitude
+            q.lat = f.latitude
+            q.depth = f.depth ?? 10
+            writer.append(q, to: &out)
         }
-        return Array(
-            """
-            {"type":"FeatureCollection","metadata":{"generated":\(SourceModelCheck.nowMs),"count":\(features.count)},\
-            "features":[\(json.joined(separator: ","))]}
-            """.utf8)
+        writer.appendFooter(to: &out)
+        return out
     }
 
     // MARK: The daemon's side

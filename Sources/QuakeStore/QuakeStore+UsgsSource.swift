@@ -136,21 +136,7 @@ extension QuakeStore {
             return own
         }
         var result = feature
-        result.url = row.url
-        result.detail = row.detail
-        result.felt = row.felt
-        result.cdi = row.cdi
-        result.mmi = row.mmi
-        result.alert = row.alert
-        result.tsunami = row.tsunami
-        result.sig = row.sig
-        result.types = row.types
-        result.nst = row.nst
-        result.dmin = row.dmin
-        result.rms = row.rms
-        result.gap = row.gap
-        result.tz = row.tz
-        result.title = row.title
+        result.takeUsgsOnlyFields(of: row)
         if preferred {
             result.net = row.net
             result.code = row.code

@@ -71,6 +71,25 @@ func feedPart() -> String {
     s += "    }\n}\n\n"
 
     s += """
+        extension FeedFeature {
+            /// Its values in the order of ``QuakeRecord/fields``.
+            public var values: [QuakeValue] {
+                [
+
+        """
+    for f in fields { s += "            QuakeValue(\(f.identifier)),\n" }
+    s += """
+                ]
+            }
+
+            /// Takes from `row` the fields only the USGS's summary feed gives (``QuakeField/isUsgsOnly``).
+            public mutating func takeUsgsOnlyFields(of row: FeedFeature) {
+
+        """
+    for f in fields where f.isUsgsOnly { s += "        \(f.identifier) = row.\(f.identifier)\n" }
+    s += "    }\n}\n\n"
+
+    s += """
         /// A decoded feature whose texts are spans of a byte arena rather than strings: what the
         /// importer reads on its hot path, with no allocation and no reference counting per field.
         /// Same fields, same values as ``FeedFeature`` (``feature(in:)`` makes one).

@@ -1,4 +1,3 @@
-import QuakeFeed
 import QuakeModel
 
 /// The USGS summary GeoJSON format, written a quake at a time: what
@@ -15,23 +14,23 @@ import QuakeModel
 /// and `net` name the agencies of a merged event); then, when the store has them, the extra
 /// `contributors`: every agency's solution, as an array of objects (io.quaked's `Contributor`).
 /// `bbox` comes last, as the USGS writes it, and only when some quake has a position.
-struct SummaryGeoJSON {
+public struct SummaryGeoJSON {
     /// The USGS's `metadata.api` of the summary format this writes.
-    static let apiVersion = "1.10.3"
+    public static let apiVersion = "1.10.3"
 
-    let generated: Int64
-    let url: String
-    let title: String
+    public let generated: Int64
+    public let url: String
+    public let title: String
     private var bounds: (minLon: Double, minLat: Double, minDepth: Double, maxLon: Double, maxLat: Double, maxDepth: Double)?
     private var written = 0
 
-    init(generated: Int64, url: String, title: String) {
+    public init(generated: Int64, url: String, title: String) {
         self.generated = generated
         self.url = url
         self.title = title
     }
 
-    func appendHeader(count: Int, to out: inout [UInt8]) {
+    public func appendHeader(count: Int, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"type":"FeatureCollection","metadata":{"generated":"#.utf8)
         CanonicalJSON.integer(generated, to: &out)
         out.append(contentsOf: #","url":"#.utf8)
@@ -45,61 +44,23 @@ struct SummaryGeoJSON {
         out.append(contentsOf: #"},"features":["#.utf8)
     }
 
-    mutating func append(_ q: FeedFeature, to out: inout [UInt8]) {
+    public mutating func append(_ q: FeedFeature, to out: inout [UInt8]) {
         if written > 0 { out.append(UInt8(ascii: ",")) }
         written += 1
-        out.append(contentsOf: #"{"type":"Feature","properties":{"mag":"#.utf8)
-        real(q.mag, &out)
-        key("place", &out)
-        text(q.place, &out)
-        key("time", &out)
-        CanonicalJSON.integer(q.time, to: &out)
-        key("updated", &out)
-        integer(q.updated, &out)
-        key("tz", &out)
-        integer(q.tz, &out)
-        key("url", &out)
-        text(q.url, &out)
-        key("detail", &out)
-        text(q.detail, &out)
-        key("felt", &out)
-        integer(q.felt, &out)
-        key("cdi", &out)
-        real(q.cdi, &out)
-        key("mmi", &out)
-        real(q.mmi, &out)
-        key("alert", &out)
-        text(q.alert, &out)
-        key("status", &out)
-        text(q.status, &out)
-        key("tsunami", &out)
-        integer(q.tsunami, &out)
-        key("sig", &out)
-        integer(q.sig, &out)
-        key("net", &out)
-        text(q.net, &out)
-        key("code", &out)
-        text(q.code, &out)
-        key("ids", &out)
-        text(q.ids, &out)
-        key("sources", &out)
-        text(q.sources, &out)
-        key("types", &out)
-        text(q.types, &out)
-        key("nst", &out)
-        integer(q.nst, &out)
-        key("dmin", &out)
-        real(q.dmin, &out)
-        key("rms", &out)
-        real(q.rms, &out)
-        key("gap", &out)
-        real(q.gap, &out)
-        key("magType", &out)
-        text(q.magType, &out)
-        key("type", &out)
-        text(q.type, &out)
-        key("title", &out)
-        text(q.title, &out)
+        out.append(contentsOf: #"{"type":"Feature","properties":{"#.utf8)
+        // The USGS's properties are the declared fields the feed carries, in the declaration's
+        // order (the USGS's); `id` and the coordinates go elsewhere.
+        let values = q.values
+        for (n, (index, key)) in Self.properties.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: key)
+            switch values[index] {
+            case .null: out.append(contentsOf: "null".utf8)
+            case .text(let value): CanonicalJSON.string(value, to: &out)
+            case .integer(let value): CanonicalJSON.integer(value, to: &out)
+            case .real(let value): CanonicalJSON.double(value, to: &out)
+            }
+        }
         Self.appendContributors(of: q, to: &out)
         out.append(contentsOf: #"},"geometry":"#.utf8)
         if let lon = q.lon, let lat = q.lat {
@@ -108,7 +69,11 @@ struct SummaryGeoJSON {
             out.append(UInt8(ascii: ","))
             CanonicalJSON.double(lat, to: &out)
             out.append(UInt8(ascii: ","))
-            real(q.depth, &out)
+            if let depth = q.depth {
+                CanonicalJSON.double(depth, to: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
             out.append(contentsOf: "]}".utf8)
             let depth = q.depth.flatMap { $0.isFinite ? $0 : nil }
             if lon.isFinite && lat.isFinite {
@@ -134,7 +99,7 @@ struct SummaryGeoJSON {
         out.append(UInt8(ascii: "}"))
     }
 
-    func appendFooter(to out: inout [UInt8]) {
+    public func appendFooter(to out: inout [UInt8]) {
         out.append(UInt8(ascii: "]"))
         if let b = bounds {
             out.append(contentsOf: #","bbox":["#.utf8)
@@ -158,21 +123,10 @@ struct SummaryGeoJSON {
         out.append(contentsOf: json.utf8)
     }
 
-    private func key(_ name: StaticString, _ out: inout [UInt8]) {
-        out.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: "\"")])
-        name.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-    }
-
-    private func text(_ value: String?, _ out: inout [UInt8]) {
-        if let value { CanonicalJSON.string(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
-    }
-
-    private func integer(_ value: Int64?, _ out: inout [UInt8]) {
-        if let value { CanonicalJSON.integer(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
-    }
-
-    private func real(_ value: Double?, _ out: inout [UInt8]) {
-        if let value { CanonicalJSON.double(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
+    /// The USGS's properties: each declared field the feed carries as a property, with its
+    /// position in ``QuakeRecord/fields`` and its key (`"mag":`).
+    static let properties: [(index: Int, key: [UInt8])] = QuakeRecord.fields.enumerated().compactMap { i, field in
+        guard case .property = field.origin else { return nil }
+        return (i, Array("\"\(field.name)\":".utf8))
     }
 }
