@@ -66,4 +66,26 @@ import VarlinkIDL
         #expect(QuakeValue(2.5 as Double?).real == 2.5)
         #expect(QuakeValue("x" as String?).integer == nil)
     }
+
+    /// These USGS fields have no other meaning in the code (GeoNet's `mmi` is GeoNet's own, so
+    /// not that one), so a file that names one writes the field list out by hand: only the declaration, the migrations that
+    /// have shipped and the interface may (the generated code is written under .build).
+    @Test func theFieldNamesAreWrittenOnlyInTheDeclarationTheShippedMigrationsAndTheInterface() throws {
+        let names = ["dmin", "cdi", "nst"]
+        #expect(names.allSatisfy { QuakeRecord.index(of: $0) != nil })
+        let allowed: Set = [
+            "Sources/QuakeModel/QuakeRecord.swift", "Sources/QuakeStore/StoreSchema.swift",
+            "Sources/QuakeProtocol/io.quaked.varlink",
+        ]
+        let sources = Fixtures.packageRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        let word = try Regex("\\b(" + names.joined(separator: "|") + ")\\b")
+        var found: [String] = []
+        for case let url as URL in files where ["swift", "varlink"].contains(url.pathExtension) {
+            let path = "Sources" + url.path.dropFirst(sources.path.count)
+            guard !allowed.contains(path) else { continue }
+            if try String(contentsOf: url, encoding: .utf8).contains(word) { found.append(path) }
+        }
+        #expect(found.isEmpty, "field names written out by hand in \(found.sorted())")
+    }
 }
