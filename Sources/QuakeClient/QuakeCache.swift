@@ -215,6 +215,105 @@ public struct QuakeCache: Sendable {
         }
     }
 
+    /// ``prepare(_:storeId:)`` for transactions the cache will commit together
+    /// (``apply(page:storeId:outbox:)``, a catch-up's page): the index of the first of them
+    /// that follows the cache's position, and from there, for each transaction, the rows its
+    /// updates and leaves without a quake find: the cache's, as the page's earlier transactions
+    /// leave them (as ``prepare(_:storeId:)`` would read them were each committed in turn). Nil
+    /// when the cache is of another store, or has every transaction already.
+    public func prepare(page transactions: ArraySlice<IOQuaked.Transaction>, storeId: String) throws -> (
+        start: Int, before: [[String: IOQuaked.Quake]]
+    )? {
+        try writer.read { db in
+            guard let position = try Self.position(db), position.storeId == storeId,
+                let start = transactions.firstIndex(where: { $0.token > position.token })
+            else { return nil }
+            let following = transactions[start...]
+            var before = [[String: IOQuaked.Quake]](repeating: [:], count: following.count)
+            // The quakes a `before` is wanted for; usually none (every change carries its quake).
+            var wanted = Set<String>()
+            for transaction in following {
+                transaction.changes.withUnsafeBufferPointer { changes in
+                    for i in changes.indices where changes[i].quake == nil {
+                        guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
+                        wanted.insert(changes[i].quakeId)
+                    }
+                }
+            }
+            guard !wanted.isEmpty else { return (start, before) }
+            // Those quakes' rows as the page goes: what its transactions so far wrote or removed.
+            var written: [String: IOQuaked.Quake?] = [:]
+            for (n, transaction) in following.enumerated() {
+                try transaction.changes.withUnsafeBufferPointer { changes in
+                    for i in changes.indices where changes[i].quake == nil {
+                        guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
+                        let id = changes[i].quakeId
+                        let row = try written[id] ?? Self.quake(db, id: id)
+                        if let row { before[n][id] = row }
+                    }
+                    for i in changes.indices where wanted.contains(changes[i].quakeId) {
+                        switch changes[i].kind {
+                        case .insert, .update, .enter:
+                            if let quake = changes[i].quake { written[changes[i].quakeId] = .some(quake) }
+                        case .delete, .leave:
+                            written[changes[i].quakeId] = .some(nil)
+                        }
+                    }
+                }
+            }
+            return (start, before)
+        }
+    }
+
+    /// Applies `transactions` (consecutive, oldest first) of `storeId` in one SQLite transaction,
+    /// queuing `outbox` in it, and moves the token to the last one's. Returns false, changing
+    /// nothing, when the cache is not at a position the first follows.
+    ///
+    /// Each quake is written once, as the last of the transactions' changes to it leaves it (a
+    /// row, or none): a history reply carries each quake as it is now, so a quake revised in
+    /// several of the page's transactions would otherwise be written again with the same row.
+    @discardableResult
+    public func apply(page transactions: ArraySlice<IOQuaked.Transaction>, storeId: String, outbox: [OutboxEntry] = [])
+        throws -> Bool
+    {
+        guard let first = transactions.first?.token, let last = transactions.last?.token else { return false }
+        let now = QuakeTime.now()
+        return try writer.write { db in
+            guard let position = try Self.position(db), position.storeId == storeId, position.token < first else {
+                return false
+            }
+            try Self.enqueue(db, outbox)
+            var upsert = try Upsert(db, table: "quakes")
+            let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
+            // Each quake's last change that writes (a row, or its removal), found from the end;
+            // then written in the page's order.
+            var seen = Set<String>()
+            var writes: [(transaction: Int, change: Int)] = []
+            for t in transactions.indices.reversed() {
+                transactions[t].changes.withUnsafeBufferPointer { changes in
+                    for i in changes.indices.reversed() {
+                        // Without a quake: removed by a later transaction, which removes it here too.
+                        guard changes[i].quake != nil || changes[i].kind == .delete || changes[i].kind == .leave,
+                            seen.insert(changes[i].quakeId).inserted
+                        else { continue }
+                        writes.append((t, i))
+                    }
+                }
+            }
+            for (t, i) in writes.reversed() {
+                try transactions[t].changes.withUnsafeBufferPointer { changes in
+                    switch changes[i].kind {
+                    case .insert, .update, .enter: try upsert.write(changes[i].quake!)
+                    case .delete, .leave: try delete.execute(arguments: [changes[i].quakeId])
+                    }
+                }
+            }
+            try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")
+                .execute(arguments: [last, now])
+            return true
+        }
+    }
+
     /// Moves the token on past transactions a filter left out (nothing in them to apply).
     public func advance(storeId: String, to token: Int) throws {
         let now = QuakeTime.now()

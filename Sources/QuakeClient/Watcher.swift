@@ -13,8 +13,10 @@ public enum WatchEvent: Sendable {
     case disconnected(reason: any Error)
     /// The cache was replaced by a snapshot: a new cache, an expired or foreign token, another store.
     case reset(storeId: String, token: Int, quakes: Int, reason: String)
-    /// A transaction was applied to the cache (committed with its token). `before` holds, for
-    /// updates that carry no quake, the row as the cache had it. `isBacklog` is true for
+    /// A transaction to deliver: it is committed to the cache (with its token) after the handler
+    /// returns, at once or with the rest of its catch-up page (see ``Watcher``). `before` holds,
+    /// for updates and leaves that carry no quake, the row as the cache had it before this
+    /// transaction (the page's earlier transactions counted). `isBacklog` is true for
     /// transactions at or before the position where the watch was asked to start (`sinceNow`).
     case applied(IOQuaked.Transaction, storeId: String, before: [String: IOQuaked.Quake], isBacklog: Bool)
     /// `lastCount`: the newest quakes of the cache when the watch started, oldest first. Sent once.
@@ -26,8 +28,9 @@ public enum WatchEvent: Sendable {
     case cacheRecovered
 }
 
-/// Asks a running ``Watcher`` to stop (quakectl's SIGTERM, SIGINT and SIGHUP): the transaction
-/// being delivered is finished (delivered, then committed to the cache), then the watch returns.
+/// Asks a running ``Watcher`` to stop (quakectl's SIGTERM, SIGINT and SIGHUP): what is being
+/// delivered is finished (delivered, then committed to the cache), then the watch returns: the
+/// catch-up page in hand when the cache commits pages, else the transaction in hand.
 public final class WatchStop: Sendable {
     private let state = NIOLockedValueBox<(requested: Bool, connections: [QuakedConnection])>((false, []))
 
@@ -60,10 +63,16 @@ public final class WatchStop: Sendable {
 ///
 /// It subscribes first, then catches up from the cache's token with paged FetchHistory, then
 /// catches up again whenever a notification (or heartbeat) shows a newer head; so nothing that
-/// commits between the catch-up and the tail is missed. Each history transaction is applied to
-/// the cache in one SQLite transaction and reported right after its commit; one already applied
-/// is never applied or reported again. When the daemon goes away the cache stays, and the loop
-/// reconnects with backoff and resumes from the saved token.
+/// commits between the catch-up and the tail is missed. Each transaction is reported
+/// (delivered) before the cache commits it; one committed is never applied or reported again.
+/// A ``QuakeCache`` commits a FetchHistory page at a time: every transaction of the page is
+/// reported, then the page is applied in one SQLite transaction with the position at its last
+/// token, so a crash in between reports that page again on the next run (at most
+/// ``Options/pageLimit`` transactions and quaked's `maxChanges`, 10,000 changes, or one larger
+/// transaction), never not at all. At the
+/// live tail a page is one transaction. Other caches (and ``Options/commitEachTransaction``)
+/// commit each transaction right after reporting it. When the daemon goes away the cache stays,
+/// and the loop reconnects with backoff and resumes from the saved token.
 public struct Watcher: Sendable {
     public struct Options: Sendable {
         /// quaked's socket, or an ssh route to a quaked on another host (each connection is its
@@ -85,6 +94,11 @@ public struct Watcher: Sendable {
         /// The most transactions a catch-up's FetchHistory page asks for; below it, pages are
         /// sized to hold about ``Watcher/pageChanges`` changes.
         public var pageLimit = IOQuaked.Defaults.historyLimit
+        /// Commit each transaction of a catch-up's page to the cache as soon as it is delivered,
+        /// rather than the whole page at once after its last (a ``QuakeCache``'s default): for a
+        /// handler with effects costlier to repeat than a printed line (`watch --exec` running
+        /// its command for each change), so that a crash repeats at most one transaction's.
+        public var commitEachTransaction = false
         public var snapshotPageSize = IOQuaked.Defaults.snapshotPageSize
         /// Sent to quaked with every call: the cache keeps only the quakes it matches, and a cache
         /// kept with another filter starts over from a snapshot.
@@ -126,11 +140,14 @@ public struct Watcher: Sendable {
     public let cache: any WatchCache
     /// The outbox and the cache that keeps it (the same as ``cache``), when there is one.
     private let outbox: (cache: QuakeCache, outbox: Outbox)?
+    /// ``cache`` when it can commit a page of transactions at once (a ``QuakeCache``).
+    private let pageCache: QuakeCache?
 
     public init(options: Options, cache: any WatchCache) {
         self.options = options
         self.cache = cache
         outbox = nil
+        pageCache = cache as? QuakeCache
     }
 
     /// A watch whose transactions also queue `outbox`'s entries in `cache`'s outbox, each in the
@@ -139,6 +156,7 @@ public struct Watcher: Sendable {
         self.options = options
         self.cache = cache
         self.outbox = (cache, outbox)
+        pageCache = cache
     }
 
     /// Runs until cancelled or stopped, or until a failure retrying cannot fix (permission
@@ -449,12 +467,27 @@ public struct Watcher: Sendable {
         }
     }
 
+    /// Delivers a page's transactions, then commits them to the cache: a catch-up's page (a
+    /// ``QuakeCache``, not ``Options/commitEachTransaction``) all in one cache transaction once
+    /// the whole page is delivered (``deliverTogether(_:into:storeId:context:backlogThrough:)``),
+    /// otherwise each transaction in its own, right after it is delivered. A live tail's page is
+    /// one transaction either way.
+    private func apply(_ page: IOQuaked.FetchHistory.Reply, context: Context, backlogThrough: Int?) async throws {
+        if let pageCache, !options.commitEachTransaction, page.transactions.count > 1 {
+            try await deliverTogether(
+                page.transactions[...], into: pageCache, storeId: page.storeId, context: context,
+                backlogThrough: backlogThrough)
+        } else {
+            try await deliverEach(page, context: context, backlogThrough: backlogThrough)
+        }
+    }
+
     /// Delivers each of a page's transactions (reports it), then applies it to the cache in one
     /// cache transaction. Delivery comes first: a watch stopped between the two delivers the
     /// transaction again when it next runs, never not at all. A stop (``WatchStop``) lets the
     /// transaction in hand finish, delivered and applied, and then ends the watch; so does a
     /// cancellation, which cannot interrupt a delivery either.
-    private func apply(_ page: IOQuaked.FetchHistory.Reply, context: Context, backlogThrough: Int?) async throws {
+    private func deliverEach(_ page: IOQuaked.FetchHistory.Reply, context: Context, backlogThrough: Int?) async throws {
         let cache = cache
         for transaction in page.transactions {
             if context.stop.isRequested || Task.isCancelled { throw CancellationError() }
@@ -485,6 +518,56 @@ public struct Watcher: Sendable {
             }
             try await delivery.value
         }
+    }
+
+    /// Delivers every transaction of `transactions` (reports each, in order, and makes its
+    /// outbox entries), then commits them all to `cache` in one SQLite transaction, rows,
+    /// outbox entries and the position at the last one's token together. A crash before the
+    /// commit delivers the page again on the next run: at most a page's transactions come twice
+    /// (at most ``Options/pageLimit`` transactions and quaked's `maxChanges`, 10,000 changes, or
+    /// one larger transaction), none never. A stop
+    /// (``WatchStop``) or a cancellation lets the page in hand finish, delivered and committed.
+    /// When a delivery fails (the handler throws: a stop interrupting it, say), the transactions
+    /// delivered before it are committed, then the failure ends the page.
+    private func deliverTogether(
+        _ transactions: ArraySlice<IOQuaked.Transaction>, into cache: QuakeCache, storeId: String, context: Context,
+        backlogThrough: Int?
+    ) async throws {
+        if context.stop.isRequested || Task.isCancelled { throw CancellationError() }
+        guard let (start, before) = try cache.prepare(page: transactions, storeId: storeId) else { return }
+        let handle = context.handle
+        let outbox = outbox?.outbox
+        let health = context.health
+        // Unstructured on purpose: cancelling the watch does not reach into a delivery.
+        let delivery = Task {
+            var queued: [OutboxEntry] = []
+            var delivered = start
+            do {
+                for index in start..<transactions.endIndex {
+                    let transaction = transactions[index]
+                    let backlog = backlogThrough.map { transaction.token <= $0 } ?? false
+                    let rows = before[index - start]
+                    health.delivering(true)
+                    try await handle(.applied(transaction, storeId: storeId, before: rows, isBacklog: backlog))
+                    health.delivering(false)
+                    if let outbox { queued += outbox.entries(transaction, storeId, rows, backlog) }
+                    delivered = index + 1
+                }
+            } catch {
+                health.delivering(false)
+                if delivered > start,
+                    (try? cache.apply(page: transactions[start..<delivered], storeId: storeId, outbox: queued)) == true
+                {
+                    if !queued.isEmpty { outbox?.queued() }
+                    health.moved(to: transactions[delivered - 1].token)
+                }
+                throw HandlerError(underlying: error)
+            }
+            try cache.apply(page: transactions[start...], storeId: storeId, outbox: queued)
+            if !queued.isEmpty { outbox?.queued() }
+            health.moved(to: transactions[transactions.endIndex - 1].token)
+        }
+        try await delivery.value
     }
 
     /// Replaces the cache by a snapshot (of the filter's quakes). Returns the new position.

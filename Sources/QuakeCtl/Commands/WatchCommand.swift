@@ -13,7 +13,8 @@ public struct WatchCommand: AsyncParsableCommand {
         abstract: "Print earthquakes as they are added, updated and removed, keeping a local cache.",
         discussion: """
             The cache holds the store's rows, its id and the last applied history token, written \
-            in one transaction per applied change, so a crash never leaves them out of step. On \
+            together in one transaction per commit (see below), so a crash never leaves them out \
+            of step. On \
             start, watch catches up from the saved token, then follows quaked's notifications. \
             When the token has expired or quaked serves another store, it replaces the cache from \
             a snapshot and says so. When quaked goes away, it keeps the cache and retries; every \
@@ -39,9 +40,14 @@ public struct WatchCommand: AsyncParsableCommand {
             READY=1 when it starts and WATCHDOG=1 while it makes progress, is idle at the head \
             or is retrying; a wedged watch goes quiet and systemd restarts it.
 
-            Each change is printed, then committed to the cache: on SIGTERM, SIGINT or SIGHUP the \
-            change in hand is finished, printed and committed, and watch exits 0. A crash between \
-            the two prints that change again on the next run, never not at all.
+            Each change is printed, then committed to the cache. A catch-up commits each page of \
+            history it fetches once all of the page is printed: at most 100 transactions and \
+            10,000 changes, or one larger transaction; at the live tail a page is one transaction. \
+            On SIGTERM, SIGINT or SIGHUP the page in hand is finished, printed and committed, and \
+            watch exits 0. A crash between printing and committing prints that page's changes \
+            again on the next run, never not at all. With --exec but neither --batch nor \
+            --quiet-hours, each transaction is committed once its commands have run, so a crash \
+            runs at most one transaction's again.
 
             Revision rules choose the updates worth printing and running --exec for: \
             --on-change lists the fields whose change counts (status counts automatic to \
@@ -138,6 +144,9 @@ public struct WatchCommand: AsyncParsableCommand {
         watchOptions.filter = try filters.filter(sinceIsFilter: filters.since != "now")
         watchOptions.lastCount = last
         watchOptions.heartbeatSeconds = heartbeat
+        // --exec running its command for each change: a crash should repeat one transaction's
+        // runs at most, not a page's (with --batch or --quiet-hours the runs are the outbox's).
+        watchOptions.commitEachTransaction = exec != nil && !digests.isSet
         // The stop signals are the watch's own (below); a stop ends the ssh children of --host.
         let stop = WatchStop()
         let style = try display.apply(to: options.style)
