@@ -161,7 +161,7 @@ public struct QuakeCache: Sendable {
             // Each change read in place through the buffer: `for change in`, and an array's
             // subscript too, copy the whole change (its quake included) to look at two fields.
             try transaction.changes.withUnsafeBufferPointer { changes in
-                for i in changes.indices where changes[i].quake == nil {
+                for i in changes.indices where changes[i].quake?.time == nil {
                     guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
                     let id = changes[i].quakeId
                     if let old = try Self.quake(db, id: id) { before[id] = old }
@@ -231,10 +231,11 @@ public struct QuakeCache: Sendable {
             let following = transactions[start...]
             var before = [[String: IOQuaked.Quake]](repeating: [:], count: following.count)
             // The quakes a `before` is wanted for; usually none (every change carries its quake).
+            // (`quake?.time`, not `quake == nil`, which copies the whole quake to look at it.)
             var wanted = Set<String>()
             for transaction in following {
                 transaction.changes.withUnsafeBufferPointer { changes in
-                    for i in changes.indices where changes[i].quake == nil {
+                    for i in changes.indices where changes[i].quake?.time == nil {
                         guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
                         wanted.insert(changes[i].quakeId)
                     }
@@ -245,7 +246,7 @@ public struct QuakeCache: Sendable {
             var written: [String: IOQuaked.Quake?] = [:]
             for (n, transaction) in following.enumerated() {
                 try transaction.changes.withUnsafeBufferPointer { changes in
-                    for i in changes.indices where changes[i].quake == nil {
+                    for i in changes.indices where changes[i].quake?.time == nil {
                         guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
                         let id = changes[i].quakeId
                         let row = try written[id] ?? Self.quake(db, id: id)
@@ -293,7 +294,7 @@ public struct QuakeCache: Sendable {
                 transactions[t].changes.withUnsafeBufferPointer { changes in
                     for i in changes.indices.reversed() {
                         // Without a quake: removed by a later transaction, which removes it here too.
-                        guard changes[i].quake != nil || changes[i].kind == .delete || changes[i].kind == .leave,
+                        guard changes[i].quake?.time != nil || changes[i].kind == .delete || changes[i].kind == .leave,
                             seen.insert(changes[i].quakeId).inserted
                         else { continue }
                         writes.append((t, i))
