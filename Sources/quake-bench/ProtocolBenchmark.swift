@@ -61,7 +61,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             var changesPerSecond: Double
             var peerChangesPerSecond: Double
             /// The apply path alone: the Watcher and its ``QuakeCache`` in the benchmark's process
-            /// (FetchHistory, decoding, each transaction committed with its position), nothing printed.
+            /// (FetchHistory, decoding, each page committed with its position), nothing printed.
             var applySeconds: Double
             var applyChangesPerSecond: Double
             /// The floor under both: the same pages fetched and decoded by QuakeClient, not applied,
@@ -226,7 +226,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
     }
 
     /// The catch-up into `watch`'s cache: a cache empty at token 0 of the store catches up through
-    /// every change with FetchHistory, applying each transaction to the cache, timed until the
+    /// every change with FetchHistory, applying each page to the cache, timed until the
     /// cache's position reaches the head. Measured twice: the Watcher with its ``QuakeCache`` in
     /// this process, printing nothing (the apply path: fetching, decoding, applying, committing),
     /// and a `quakectl watch` process, which since it resumes from the cache's position also
