@@ -48,7 +48,7 @@ public struct QuakeStore: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // The writer's WAL is checkpointed beside its commits, not in them (WALCheckpointer).
-            if !db.configuration.readonly { checkpointer.install(on: db, path: path) }
+            if !db.configuration.readonly { checkpointer.install(on: db) }
             // WAL + NORMAL is safe against a crash of the process (a kill -9 mid-import loses
             // only the uncommitted transaction); a power cut may lose the last commits, which
             // the next pull brings back.
@@ -62,6 +62,7 @@ public struct QuakeStore: Sendable {
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         try StoreSchema.migrator.migrate(pool)
+        try checkpointer.open(path: path)
         self.pool = pool
         self.path = path
         self.checkpointer = checkpointer

@@ -49,7 +49,6 @@ final class WALCheckpointer: Sendable {
     }
 
     private struct State {
-        var path: String?
         var connection: DatabaseQueue?
         var running = false
         var counts = Counts()
@@ -71,16 +70,30 @@ final class WALCheckpointer: Sendable {
     /// after this.
     func close() throws {
         let connection = state.withLockedValue { state -> DatabaseQueue? in
-            state.path = nil
             defer { state.connection = nil }
             return state.connection
         }
         try connection?.close()
     }
 
-    /// Installs the WAL hook on the writer connection `db` (of the database at `path`).
-    func install(on db: Database, path: String) {
-        state.withLockedValue { $0.path = path }
+    /// Opens its connection to the database at `path`, once the store has opened it: at the
+    /// store's opening rather than at its first checkpoint, so that what it costs (a connection,
+    /// a small page cache) is there from the start, not a step in the memory of a daemon that
+    /// has been running for a while.
+    func open(path: String) throws {
+        var configuration = Configuration()
+        configuration.label = "quakes.checkpoint"
+        configuration.prepareDatabase { db in
+            // It only checkpoints: a small page cache, and no autocheckpoint of its own.
+            try db.execute(sql: "PRAGMA cache_size = -256")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+        }
+        let connection = try DatabaseQueue(path: path, configuration: configuration)
+        state.withLockedValue { $0.connection = connection }
+    }
+
+    /// Installs the WAL hook on the writer connection `db`.
+    func install(on db: Database) {
         // Replaces the autocheckpoint, itself a WAL hook (sqlite3_wal_autocheckpoint).
         sqlite3_wal_hook(
             db.sqliteConnection,
@@ -108,26 +121,10 @@ final class WALCheckpointer: Sendable {
             state.walPages = pages
             state.counts.largestWAL = max(state.counts.largestWAL, pages)
             state.counts.largestCommit = max(state.counts.largestCommit, added)
-            guard pages >= threshold, !state.running, let path = state.path else { return nil }
-            if state.connection == nil {
-                var configuration = Configuration()
-                configuration.label = "quakes.checkpoint"
-                configuration.prepareDatabase { db in
-                    // It only checkpoints: a small page cache, and no autocheckpoint of its own.
-                    try db.execute(sql: "PRAGMA cache_size = -256")
-                    try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-                }
-                do {
-                    state.connection = try DatabaseQueue(path: path, configuration: configuration)
-                } catch {
-                    state.counts.failures += 1
-                    state.counts.lastError = "\(error)"
-                    return nil
-                }
-            }
+            guard pages >= threshold, !state.running, let connection = state.connection else { return nil }
             state.running = true
             state.counts.requested += 1
-            return state.connection
+            return connection
         }
         connection?.asyncWriteWithoutTransaction { db in
             self.state.withLockedValue { $0.beforeCheckpoint }?()
