@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "Varlink", targets: ["Varlink"]),
         .library(name: "QuakeProtocol", targets: ["QuakeProtocol"]),
         .library(name: "QuakeSources", targets: ["QuakeSources"]),
+        .library(name: "QuakeHTTP", targets: ["QuakeHTTP"]),
+        .library(name: "QuakeDaemon", targets: ["QuakeDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -419,7 +421,8 @@ let package = Package(
 // testable (a few of the targets read internals). Per target rather than with -Xswiftc, which would
 // also reach varlink-swift-gen, the code generator the build-tool plugin runs.
 if Context.environment["QUAKED_FUZZ"] != nil {
-    for target in package.targets where ["QuakeFeed", "Varlink", "QuakeProtocol", "QuakeSources"].contains(target.name) {
+    let fuzzed = ["QuakeFeed", "Varlink", "QuakeProtocol", "QuakeSources", "QuakeHTTP", "QuakeDaemon"]
+    for target in package.targets where fuzzed.contains(target.name) {
         target.swiftSettings = (target.swiftSettings ?? []) + [
             .unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])
         ]

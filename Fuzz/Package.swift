@@ -3,7 +3,8 @@ import PackageDescription
 
 // libFuzzer targets for quaked's parsers: build and run them with `scripts/fuzz` (see
 // docs/development.md, "Fuzzing"), which builds with QUAKED_FUZZ set so that the root package
-// instruments the modules under test (see the end of ../Package.swift). A package of its own, so
+// instruments the modules under test (see the end of ../Package.swift: QuakeHTTP and QuakeDaemon are
+// libraries there for http-query and prefer-line alone). A package of its own, so
 // the normal build never compiles them. Each target is one main.swift defining
 // `LLVMFuzzerTestOneInput` and running libFuzzer's driver.
 // The harness itself is checked by AddressSanitizer but not instrumented for coverage: its
@@ -85,6 +86,26 @@ let package = Package(
         .executableTarget(
             name: "geonet",
             dependencies: ["FuzzSupport", .product(name: "QuakeSources", package: "quaked")],
+            swiftSettings: harness,
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
+            name: "http-query",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "QuakeHTTP", package: "quaked"),
+                .product(name: "QuakeFeed", package: "quaked"),
+            ],
+            swiftSettings: harness,
+            linkerSettings: fuzzer
+        ),
+        .executableTarget(
+            name: "prefer-line",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "QuakeDaemon", package: "quaked"),
+                .product(name: "QuakeFeed", package: "quaked"),
+            ],
             swiftSettings: harness,
             linkerSettings: fuzzer
         ),
