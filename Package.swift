@@ -46,7 +46,8 @@ let package = Package(
         .target(name: "CSQLiteConfig"),
         // The domain's vocabulary, shared by every layer: the quake record's fields, declared once
         // (QuakeRecord.fields); instants in epoch milliseconds and their UTC text (QuakeTime,
-        // CivilDate); the duration grammar of the configuration and the CLI. No dependencies, no I/O.
+        // CivilDate); the duration grammar of the configuration and the CLI; a catalog query's
+        // circle or box (CatalogRegion). No dependencies, no I/O.
         .target(name: "QuakeModel"),
         // What each layer needs of the quake record, generated from its declaration at build time.
         .executableTarget(name: "quake-model-gen", dependencies: ["QuakeModel"]),

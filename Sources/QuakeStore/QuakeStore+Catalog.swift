@@ -4,13 +4,6 @@ import QuakeAssociation
 import QuakeFeed
 import QuakeModel
 
-/// A region of an FDSN event query: a circle (great-circle radius) or a latitude/longitude box,
-/// which crosses the antimeridian when `minLon > maxLon`.
-public enum CatalogRegion: Sendable, Hashable, Codable {
-    case near(lat: Double, lon: Double, radiusKm: Double)
-    case box(minLat: Double, maxLat: Double, minLon: Double, maxLon: Double)
-}
-
 /// A backfill job as the store keeps it (table `backfillJobs`).
 public struct BackfillJobRecord: Sendable, Hashable {
     public enum State: String, Sendable, Hashable, CaseIterable {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import QuakeAssociation
 import NIOConcurrencyHelpers
+import QuakeModel
 import QuakeProtocol
 import QuakeStore
 import ServiceLifecycle
