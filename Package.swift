@@ -68,6 +68,10 @@ let package = Package(
         // Association: which reports of different agencies are one physical quake, and which of
         // them is preferred. Pure and order-independent; QuakeModel, and QuakeFeed for polygon regions.
         .target(name: "QuakeAssociation", dependencies: ["QuakeModel", "QuakeFeed"]),
+        // quaked.conf's values: ConfigValue (durations, sizes, circles and boxes, and their text)
+        // and the `prefer` line (PreferenceConfiguration, which reads its polygon file). Out of
+        // QuakeDaemon so that the fuzz package's prefer-line builds these, not the daemon.
+        .target(name: "QuakeConfigValues", dependencies: ["QuakeModel", "QuakeFeed", "QuakeAssociation"]),
         // Pushed reports: EMSC's real-time websocket (swift-websocket's WSClient), kept open with
         // pings, reconnected with capped, jittered backoff, its messages read as SourceReports.
         .target(
@@ -141,6 +145,8 @@ let package = Package(
                 "QuakeStore",
                 "QuakeProtocol",
                 "Varlink",
+                // quaked.conf's values and the prefer line
+                "QuakeConfigValues",
                 // the fdsn sources: the agencies' readers, and the association settings
                 "QuakeSources",
                 "QuakeAssociation",
@@ -401,6 +407,7 @@ let package = Package(
             name: "QuakeDaemonTests",
             dependencies: [
                 "QuakeDaemon",
+                "QuakeConfigValues",
                 // quaked --help, against the configuration's defaults
                 "QuakedCLI",
                 "QuakeSystemd",

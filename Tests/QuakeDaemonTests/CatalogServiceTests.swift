@@ -1,4 +1,5 @@
 import Foundation
+import QuakeConfigValues
 import QuakeModel
 @testable import QuakeStore
 import Testing

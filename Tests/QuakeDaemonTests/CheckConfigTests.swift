@@ -1,4 +1,5 @@
 import Foundation
+import QuakeConfigValues
 import QuakeDaemon
 import QuakeProtocol
 import QuakeTestSupport

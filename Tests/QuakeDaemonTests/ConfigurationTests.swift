@@ -1,6 +1,7 @@
 import QuakeProtocol
 import Foundation
 import Varlink
+import QuakeConfigValues
 import QuakeDaemon
 import QuakeTestSupport
 import Testing

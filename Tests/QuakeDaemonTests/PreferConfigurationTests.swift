@@ -1,5 +1,6 @@
 import Foundation
 import QuakeAssociation
+import QuakeConfigValues
 import QuakeFeed
 import QuakeModel
 import QuakeProtocol

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import QuakeConfigValues
 import QuakeProtocol
 import Varlink
 
@@ -76,7 +77,7 @@ public struct ConfigurationLoader: Sendable {
     private static func read(_ path: String) throws -> String {
         let bytes: [UInt8]
         do {
-            bytes = try readBytes(path)
+            bytes = try ConfigFile.readBytes(path)
         } catch {
             throw ConfigurationError(key: "config", source: path, problem: "cannot read the file: \(error.reason)")
         }
@@ -84,35 +85,6 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(key: "config", source: path, problem: "the file is not UTF-8 text")
         }
         return text
-    }
-
-    /// Why ``readBytes(_:limit:)`` failed: the system's words (`No such file or directory`).
-    struct ReadFailure: Error {
-        var reason: String
-    }
-
-    /// The bytes of the file at `path`, read with plain `read(2)` (which `/dev/null` and named
-    /// pipes allow too); at most `limit` of them, a longer file failing.
-    static func readBytes(_ path: String, limit: Int = .max) throws(ReadFailure) -> [UInt8] {
-        func fail(_ code: Int32) -> ReadFailure { ReadFailure(reason: String(cString: strerror(code))) }
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw fail(errno) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw fail(errno)
-            }
-            guard bytes.count + count <= limit else {
-                throw ReadFailure(reason: "the file is larger than \(ConfigValue.text(size: limit))")
-            }
-            bytes += buffer[..<count]
-        }
-        return bytes
     }
 
     /// `key = value` lines; `#` starts a comment; blank lines are ignored; `feed`, `source` and

@@ -1,4 +1,5 @@
 import Foundation
+import QuakeConfigValues
 import QuakeFeed
 import QuakeModel
 import QuakeStore

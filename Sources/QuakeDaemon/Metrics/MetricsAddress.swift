@@ -1,4 +1,5 @@
 import Glibc
+import QuakeConfigValues
 
 /// Where an HTTP listener listens (`metrics-listen`, `http-listen`): an IPv4 address and a port
 /// (`127.0.0.1:9464`), or an IPv6 address in brackets and a port (`[::1]:9464`). Addresses are

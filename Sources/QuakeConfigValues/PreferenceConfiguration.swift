@@ -1,7 +1,7 @@
 import Foundation
 import QuakeAssociation
 import QuakeFeed
-import QuakeStore
+import QuakeModel
 
 /// One regional authority: `prefer = AGENCY[,AGENCY...] region=REGION`. In the region, the
 /// agencies' reports are preferred to other agencies' equally reviewed ones (reviewed or manual
@@ -147,7 +147,7 @@ public struct PreferenceConfiguration: Sendable, Equatable, CustomStringConverti
     static func polygons(atPath path: String) throws -> PolygonRegion {
         let bytes: [UInt8]
         do {
-            bytes = try ConfigurationLoader.readBytes(path, limit: maxFileSize)
+            bytes = try ConfigFile.readBytes(path, limit: maxFileSize)
         } catch {
             throw ConfigValue.Problem(message: "cannot read the polygon file \(path): \(error.reason)")
         }
