@@ -85,6 +85,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The catalog service's query parameters: the query string (QueryString), the FDSN event
+        // service's (FDSNQuery) and a summary feed's (SummaryFeed), read into a QuakeSelection or a
+        // ParameterError. No store, no NIO, so that the fuzz package's http-query builds neither.
+        .target(name: "QuakeHTTPQuery", dependencies: ["QuakeModel", "QuakeFeed", "QuakeSources"]),
         // The merged catalog served back over HTTP (http-listen): the USGS summary feeds and an FDSN
         // event service (QuakeML, text, GeoJSON) streamed from the store, with ETags and gzip.
         .target(
@@ -94,6 +98,7 @@ let package = Package(
                 "QuakeFeed",
                 "QuakeSources",
                 "QuakeStore",
+                "QuakeHTTPQuery",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -354,8 +359,8 @@ let package = Package(
         .testTarget(
             name: "QuakeHTTPTests",
             dependencies: [
-                "QuakeHTTP", "QuakeStore", "QuakeSources", "QuakeFeed", "QuakeModel", "QuakeAssociation",
-                "QuakeTestSupport",
+                "QuakeHTTP", "QuakeHTTPQuery", "QuakeStore", "QuakeSources", "QuakeFeed", "QuakeModel",
+                "QuakeAssociation", "QuakeTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

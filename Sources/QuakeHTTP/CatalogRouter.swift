@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import QuakeHTTPQuery
 import QuakeStore
 
 /// Answers HTTP requests from the store, read-only: the USGS summary feeds under `/feeds/` and

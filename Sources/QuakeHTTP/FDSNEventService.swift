@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import QuakeFeed
+import QuakeHTTPQuery
 import QuakeModel
 import QuakeSources
 import QuakeStore

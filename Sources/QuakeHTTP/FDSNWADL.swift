@@ -1,3 +1,5 @@
+import QuakeHTTPQuery
+
 /// The service's `application.wadl`: WADL 2009/02, as the FDSN specification asks and ObsPy's
 /// WADL parser reads it (a `query` resource whose GET lists every parameter with its type,
 /// default and options; `count`, `version`, `catalogs`, `contributors` and the WADL itself).

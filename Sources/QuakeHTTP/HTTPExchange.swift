@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import QuakeHTTPQuery
 
 /// One HTTP request as the router sees it: method, target and headers (a GET has no body).
 public struct HTTPRequest: Sendable {
@@ -17,7 +18,7 @@ public struct HTTPRequest: Sendable {
     /// The path, percent-decoded, without the query.
     public var path: String {
         let raw = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        return Self.percentDecoded(raw, plusIsSpace: false) ?? raw
+        return QueryString.percentDecoded(raw, plusIsSpace: false) ?? raw
     }
 
     /// The raw query string (after `?`), empty without one.
@@ -28,48 +29,11 @@ public struct HTTPRequest: Sendable {
 
     /// The query's `name=value` pairs in order, names and values percent-decoded (`+` is a
     /// space); nil when an escape is malformed.
-    public var queryItems: [(name: String, value: String)]? {
-        var items: [(String, String)] = []
-        for pair in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
-            let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = Self.percentDecoded(String(halves[0]), plusIsSpace: true),
-                let value = Self.percentDecoded(halves.count == 2 ? String(halves[1]) : "", plusIsSpace: true)
-            else { return nil }
-            items.append((name, value))
-        }
-        return items
-    }
+    public var queryItems: [(name: String, value: String)]? { QueryString.items(rawQuery) }
 
     /// The URL the client asked for: `http://` and its `Host` header (else `localhost`), then the target.
     public var absoluteURL: String {
         "http://" + (headers.first(name: "Host") ?? "localhost") + uri
-    }
-
-    static func percentDecoded(_ text: String, plusIsSpace: Bool) -> String? {
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
-            return text
-        }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        func hex(_ c: UInt8?) -> UInt8? {
-            switch c {
-            case let c? where c >= 0x30 && c <= 0x39: c - 0x30
-            case let c? where c >= 0x41 && c <= 0x46: c - 0x41 + 10
-            case let c? where c >= 0x61 && c <= 0x66: c - 0x61 + 10
-            default: nil
-            }
-        }
-        while let c = iterator.next() {
-            if c == UInt8(ascii: "%") {
-                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
-                bytes.append(high << 4 | low)
-            } else if plusIsSpace && c == UInt8(ascii: "+") {
-                bytes.append(0x20)
-            } else {
-                bytes.append(c)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
     }
 }
 

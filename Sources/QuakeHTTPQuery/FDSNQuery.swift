@@ -2,30 +2,29 @@ import Foundation
 import QuakeFeed
 import QuakeModel
 import QuakeSources
-import QuakeStore
 
 /// The parameters of an FDSN event query (`query` and `count`), read and checked.
-struct FDSNQuery: Sendable {
-    enum Format: String, Sendable {
+public struct FDSNQuery: Sendable {
+    public enum Format: String, Sendable {
         case xml, text, geojson
     }
 
-    var selection: QuakeSelection
-    var format: Format = .xml
+    public var selection: QuakeSelection
+    public var format: Format = .xml
     /// The status answered when nothing matches: 204 (the default) or 404.
-    var noData: Int = 204
+    public var noData: Int = 204
 
     /// Every parameter the service takes: its name, its aliases, and a description for the WADL.
-    struct Parameter: Sendable {
-        var name: String
-        var aliases: [String]
-        var type: String
-        var doc: String
-        var options: [String] = []
-        var defaultValue: String? = nil
+    public struct Parameter: Sendable {
+        public var name: String
+        public var aliases: [String]
+        public var type: String
+        public var doc: String
+        public var options: [String] = []
+        public var defaultValue: String? = nil
     }
 
-    static let parameters: [Parameter] = [
+    public static let parameters: [Parameter] = [
         Parameter(name: "starttime", aliases: ["start"], type: "xs:dateTime", doc: "Events at or after this time (UTC)."),
         Parameter(name: "endtime", aliases: ["end"], type: "xs:dateTime", doc: "Events at or before this time (UTC)."),
         Parameter(
@@ -73,10 +72,10 @@ struct FDSNQuery: Sendable {
     }()
 
     /// The kilometres in a degree of great circle, on the sphere the store's distances use.
-    static let kmPerDegree = 6371 * Double.pi / 180
+    public static let kmPerDegree = 6371 * Double.pi / 180
 
     /// Reads the query; throws ``ParameterError`` naming the parameter and what it accepts.
-    init(_ items: [(name: String, value: String)]?) throws {
+    public init(_ items: [(name: String, value: String)]?) throws {
         guard let items else { throw ParameterError("The query string has a malformed %-escape.") }
         var values: [String: (given: String, value: String)] = [:]
         for (name, value) in items {
@@ -216,7 +215,7 @@ struct FDSNQuery: Sendable {
 
     /// A stored quake as an FDSN event: the report QuakeMLWriter and FDSNTextWriter write. Its
     /// agency is the quake's (the preferred contributor's), else its network.
-    static func report(_ q: FeedFeature) -> SourceReport {
+    public static func report(_ q: FeedFeature) -> SourceReport {
         var mode: SourceReport.EvaluationMode?
         var status: SourceReport.EvaluationStatus?
         switch q.status?.lowercased() {

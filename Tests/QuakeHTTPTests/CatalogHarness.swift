@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import QuakeFeed
 import QuakeHTTP
+import QuakeHTTPQuery
 import QuakeModel
 import QuakeSources
 import QuakeStore

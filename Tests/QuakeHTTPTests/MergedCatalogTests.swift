@@ -2,6 +2,7 @@ import Foundation
 import QuakeAssociation
 import QuakeFeed
 import QuakeHTTP
+import QuakeHTTPQuery
 import QuakeModel
 import QuakeStore
 import QuakeTestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import QuakeHTTP
+import QuakeHTTPQuery
 import QuakeModel
 import QuakeTestSupport
 import Testing

@@ -3,6 +3,7 @@ import Foundation
 import NIOHTTP1
 import QuakeFeed
 import QuakeHTTP
+import QuakeHTTPQuery
 import QuakeModel
 import QuakeStore
 import QuakeTestSupport
