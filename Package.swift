@@ -13,8 +13,8 @@ let package = Package(
         .library(name: "Varlink", targets: ["Varlink"]),
         .library(name: "QuakeProtocol", targets: ["QuakeProtocol"]),
         .library(name: "QuakeSources", targets: ["QuakeSources"]),
-        .library(name: "QuakeHTTP", targets: ["QuakeHTTP"]),
-        .library(name: "QuakeDaemon", targets: ["QuakeDaemon"]),
+        .library(name: "QuakeHTTPQuery", targets: ["QuakeHTTPQuery"]),
+        .library(name: "QuakeConfigValues", targets: ["QuakeConfigValues"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -434,7 +434,7 @@ let package = Package(
 // testable (a few of the targets read internals). Per target rather than with -Xswiftc, which would
 // also reach varlink-swift-gen, the code generator the build-tool plugin runs.
 if Context.environment["QUAKED_FUZZ"] != nil {
-    let fuzzed = ["QuakeFeed", "Varlink", "QuakeProtocol", "QuakeSources", "QuakeHTTP", "QuakeDaemon"]
+    let fuzzed = ["QuakeFeed", "Varlink", "QuakeProtocol", "QuakeSources", "QuakeHTTPQuery", "QuakeConfigValues"]
     for target in package.targets where fuzzed.contains(target.name) {
         target.swiftSettings = (target.swiftSettings ?? []) + [
             .unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])

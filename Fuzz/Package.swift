@@ -3,9 +3,10 @@ import PackageDescription
 
 // libFuzzer targets for quaked's parsers: build and run them with `scripts/fuzz` (see
 // docs/development.md, "Fuzzing"), which builds with QUAKED_FUZZ set so that the root package
-// instruments the modules under test (see the end of ../Package.swift: QuakeHTTP and QuakeDaemon are
-// libraries there for http-query and prefer-line alone). A package of its own, so
-// the normal build never compiles them. Each target is one main.swift defining
+// instruments the modules under test (see the end of ../Package.swift: QuakeHTTPQuery and
+// QuakeConfigValues are libraries there for http-query and prefer-line alone, small targets
+// without the store, NIO or the daemon). A package of its own, so the normal build never
+// compiles them. Each target is one main.swift defining
 // `LLVMFuzzerTestOneInput` and running libFuzzer's driver.
 // The harness itself is checked by AddressSanitizer but not instrumented for coverage: its
 // branches would only distract the fuzzer from those of the code under test.
@@ -93,7 +94,7 @@ let package = Package(
             name: "http-query",
             dependencies: [
                 "FuzzSupport",
-                .product(name: "QuakeHTTP", package: "quaked"),
+                .product(name: "QuakeHTTPQuery", package: "quaked"),
                 .product(name: "QuakeFeed", package: "quaked"),
             ],
             swiftSettings: harness,
@@ -103,7 +104,7 @@ let package = Package(
             name: "prefer-line",
             dependencies: [
                 "FuzzSupport",
-                .product(name: "QuakeDaemon", package: "quaked"),
+                .product(name: "QuakeConfigValues", package: "quaked"),
                 .product(name: "QuakeFeed", package: "quaked"),
             ],
             swiftSettings: harness,

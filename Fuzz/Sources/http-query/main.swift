@@ -1,8 +1,8 @@
-// Fuzzes the query parameters of QuakeHTTP's catalog service (docs/http.md): the FDSN event
-// service's `/fdsnws/event/1/query?...` (FDSNQuery) and a summary feed's `minmagnitude`,
-// `latitude`, `longitude` and `maxradiuskm` (SummaryFeedHandler.selection), both read from the
-// input as the query string of a request, through HTTPRequest's percent-decoding. It must never
-// crash or hang, and:
+// Fuzzes the query parameters of QuakeHTTP's catalog service (docs/http.md), which QuakeHTTPQuery
+// reads: the FDSN event service's `/fdsnws/event/1/query?...` (FDSNQuery) and a summary feed's
+// `minmagnitude`, `latitude`, `longitude` and `maxradiuskm` (SummaryFeed.selection), both read
+// from the input as the query string of a request, through the percent-decoding HTTPRequest reads
+// its query with (QueryString.items). It must never crash or hang, and:
 // - a rejected query is a ParameterError (never another error) whose text names a parameter:
 //   one the query gave (FDSN: as it was written; a feed: in lower case, first), or one the
 //   service takes, or the malformed %-escape;
@@ -18,7 +18,7 @@
 
 import FuzzSupport
 import QuakeFeed
-@testable import QuakeHTTP
+import QuakeHTTPQuery
 
 /// An FDSN query's outcome: what it selects, or the error's text.
 struct FDSNOutcome: Equatable {
@@ -127,7 +127,7 @@ func checkRejected(_ message: String, _ items: [(name: String, value: String)]?,
     check(named, "the error '\(message)' names no parameter: \(input)")
 }
 
-let feedParameters = Set(SummaryFeedHandler.parameters)
+let feedParameters = Set(SummaryFeed.parameters)
 let now: Int64 = 1_780_000_000_000
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -137,8 +137,8 @@ func fuzzHTTPQuery(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     // A target has no space, no '#', and is one line; anything else is left as the fuzzer wrote it.
     let text = String(decoding: input, as: UTF8.self)
     let shown = show(input)
-    let request = HTTPRequest(method: .GET, uri: "/fdsnws/event/1/query?" + text)
-    let items = request.queryItems
+    // What HTTPRequest.queryItems makes of `/fdsnws/event/1/query?TEXT` (and of a feed's path with it).
+    let items = QueryString.items(text)
 
     // FDSN.
     let (query, outcome) = fdsn(items)
@@ -160,7 +160,7 @@ func fuzzHTTPQuery(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
             check(upper == outcome, "names in upper case:\n\(upper)\nas given:\n\(outcome)\ninput: \(shown)")
         }
         // Written back, percent-encoded, the items read the same.
-        let again = HTTPRequest(method: .GET, uri: "/fdsnws/event/1/query?" + queryString(items)).queryItems
+        let again = QueryString.items(queryString(items))
         check(
             again.map { $0.map { [$0.name, $0.value] } } == items.map { [$0.name, $0.value] },
             "re-encoded items differ: \(shown)")
@@ -170,10 +170,9 @@ func fuzzHTTPQuery(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     // A summary feed, chosen by the input.
     let level = SummaryFeed.Level.allCases[choices.next(in: 0...SummaryFeed.Level.allCases.count - 1)]
     let period = SummaryFeed.Period.allCases[choices.next(in: 0...SummaryFeed.Period.allCases.count - 1)]
-    let feedRequest = HTTPRequest(method: .GET, uri: "/feeds/\(level.rawValue)_\(period.rawValue).geojson?" + text)
     for feed in [SummaryFeed(level: level, period: period), SummaryFeed(level: .all, period: period)] {
         do {
-            let selection = try SummaryFeedHandler.selection(feed, feedRequest, now: now)
+            let selection = try feed.selection(items, now: now)
             let filter = selection.filter
             check(filter.since == now - feed.period.seconds * 1000, "the feed's window moved: \(shown)")
             check(filter.minSignificance == feed.level.minSignificance, "the feed's significance changed: \(shown)")

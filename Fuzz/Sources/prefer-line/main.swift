@@ -1,4 +1,4 @@
-// Fuzzes the `prefer` line of quaked.conf (QuakeDaemon's PreferenceConfiguration(parsing:)):
+// Fuzzes the `prefer` line of quaked.conf (QuakeConfigValues' PreferenceConfiguration(parsing:)):
 // `AGENCY[,AGENCY...] region=REGION`, the region a circle, a box or a GeoJSON polygon file. The
 // input is the line, then optionally a NUL and the bytes of a polygon file: a `region=/...` in the
 // line is pointed at that file (written to a directory of the target's own), so the fuzzer never
@@ -13,7 +13,7 @@
 //   equal, and its regional preference (what the Associator ranks by) has the same agencies.
 
 import FuzzSupport
-import QuakeDaemon
+import QuakeConfigValues
 import QuakeFeed
 
 #if canImport(Glibc)
