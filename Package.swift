@@ -356,6 +356,9 @@ let package = Package(
             dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed"],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(name: "QuakeHTTPQueryTests", dependencies: ["QuakeHTTPQuery", "QuakeFeed"]),
+        .testTarget(
+            name: "QuakeConfigValuesTests", dependencies: ["QuakeConfigValues", "QuakeModel", "QuakeTestSupport"]),
         .testTarget(
             name: "QuakeHTTPTests",
             dependencies: [
