@@ -82,7 +82,7 @@ final class WebSocketTestServer: Sendable {
     }
 
     /// The `index`th upgraded connection (0 for the first), once it has come.
-    func connection(_ index: Int, within timeout: Duration = .seconds(20)) async throws -> ServerConnection {
+    func connection(_ index: Int, within timeout: Duration = patience) async throws -> ServerConnection {
         try await eventually("connection \(index) to come", within: timeout) {
             let connections = self.connections
             return connections.count > index ? connections[index] : nil
@@ -235,9 +235,17 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
+/// How long a test waits for what must come: it fails, rather than hangs, when it does not.
+/// Alone these tests take a second or two; with every suite running on two cores a refused
+/// connection attempt was seen to take 2 s (CI, 2026-11-28: six attempts with a 10-80 ms
+/// backoff did not fit in 20 s, and two of these suites' tests took 38-41 s in a passing run).
+/// What the tests assert (the order of events, the delays the backoff chose, the counters) does
+/// not depend on it.
+let patience = Duration.seconds(90)
+
 /// Polls `value` every 10 ms until it is not nil; throws ``TimedOut`` after `timeout`.
 func eventually<T>(
-    _ what: String, within timeout: Duration = .seconds(20), _ value: () async throws -> T?
+    _ what: String, within timeout: Duration = patience, _ value: () async throws -> T?
 ) async throws -> T {
     let deadline = ContinuousClock.now + timeout
     while true {
@@ -249,7 +257,7 @@ func eventually<T>(
 
 /// Polls `condition` every 10 ms until it holds; throws ``TimedOut`` after `timeout`.
 func eventually(
-    _ what: String, within timeout: Duration = .seconds(20), _ condition: () async throws -> Bool
+    _ what: String, within timeout: Duration = patience, _ condition: () async throws -> Bool
 ) async throws {
     let _: Bool = try await eventually(what, within: timeout) { try await condition() ? true : nil }
 }
