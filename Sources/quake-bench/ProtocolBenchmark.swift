@@ -418,22 +418,28 @@ struct ProtocolBenchmark: AsyncParsableCommand {
     /// figure is meant to be the daemon's, so the client's own scan must cost next to nothing.
     static func occurrences(of pattern: String, in bytes: [UInt8]) -> Int {
         let needle = Array(pattern.utf8)
-        return bytes.withUnsafeBytes { haystack in
-            guard let base = haystack.baseAddress, let first = needle.first else { return 0 }
-            var count = 0
-            var offset = 0
+        var count = 0
+        var offset = 0
+        while let at = firstOffset(of: needle, in: bytes, from: offset) {
+            count += 1
+            offset = at + needle.count
+        }
+        return count
+    }
+
+    /// Where `needle` first starts in `bytes` at or after `start`, found with memchr and memcmp.
+    static func firstOffset(of needle: [UInt8], in bytes: [UInt8], from start: Int = 0) -> Int? {
+        bytes.withUnsafeBytes { haystack -> Int? in
+            guard let base = haystack.baseAddress, let first = needle.first else { return nil }
+            var offset = start
             while haystack.count - offset >= needle.count,
                 let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1)
             {
                 let at = base.distance(to: UnsafeRawPointer(found))
-                if memcmp(found, needle, needle.count) == 0 {
-                    count += 1
-                    offset = at + needle.count
-                } else {
-                    offset = at + 1
-                }
+                if memcmp(found, needle, needle.count) == 0 { return at }
+                offset = at + 1
             }
-            return count
+            return nil
         }
     }
 

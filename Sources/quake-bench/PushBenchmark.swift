@@ -365,22 +365,9 @@ struct PushBenchmark: AsyncParsableCommand {
     /// The `headToken` of a reply, read over its bytes.
     static func headToken(in message: [UInt8]) -> Int? {
         let key = Array(#""headToken":"#.utf8)
-        guard message.count > key.count else { return nil }
-        var at = 0
-        while at + key.count <= message.count {
-            if message[at] == key[0], message[at..<(at + key.count)].elementsEqual(key) { break }
-            at += 1
-        }
-        var index = at + key.count
-        guard index < message.count else { return nil }
-        var value = 0
-        var digits = 0
-        while index < message.count, message[index] >= 48, message[index] <= 57 {
-            value = value * 10 + Int(message[index] - 48)
-            index += 1
-            digits += 1
-        }
-        return digits > 0 ? value : nil
+        guard let at = ProtocolBenchmark.firstOffset(of: key, in: message) else { return nil }
+        let digits = message[(at + key.count)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        return digits.isEmpty ? nil : digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 
     static func now() -> Int64 { Int64(realtime() * 1000) }
