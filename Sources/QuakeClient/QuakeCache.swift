@@ -153,22 +153,7 @@ public struct QuakeCache: Sendable {
     /// filter). Nil when the cache is not at a position this transaction follows (another store,
     /// or the transaction is already applied): nothing is applied twice.
     public func prepare(_ transaction: IOQuaked.Transaction, storeId: String) throws -> [String: IOQuaked.Quake]? {
-        try writer.read { db in
-            guard let position = try Self.position(db), position.storeId == storeId,
-                position.token < transaction.token
-            else { return nil }
-            var before: [String: IOQuaked.Quake] = [:]
-            // Each change read in place through the buffer: `for change in`, and an array's
-            // subscript too, copy the whole change (its quake included) to look at two fields.
-            try transaction.changes.withUnsafeBufferPointer { changes in
-                for i in changes.indices where changes[i].quake?.time == nil {
-                    guard changes[i].kind == .update || changes[i].kind == .leave else { continue }
-                    let id = changes[i].quakeId
-                    if let old = try Self.quake(db, id: id) { before[id] = old }
-                }
-            }
-            return before
-        }
+        try prepare(page: [transaction][...], storeId: storeId)?.before.first
     }
 
     /// Applies one history transaction of `storeId` and moves the token to it, atomically.
@@ -188,31 +173,7 @@ public struct QuakeCache: Sendable {
     /// exactly when it is applied. The outbox is this cache's own: other caches have none.
     @discardableResult
     public func apply(_ transaction: IOQuaked.Transaction, storeId: String, outbox: [OutboxEntry]) throws -> Bool {
-        let now = QuakeTime.now()
-        return try writer.write { db in
-            guard let position = try Self.position(db), position.storeId == storeId,
-                position.token < transaction.token
-            else { return false }
-            try Self.enqueue(db, outbox)
-            var upsert = try Upsert(db, table: "quakes")
-            let delete = try db.cachedStatement(sql: "DELETE FROM quakes WHERE id = ?")
-            // Each change read in place through the buffer: `for change in`, and an array's
-            // subscript too, copy each whole change.
-            try transaction.changes.withUnsafeBufferPointer { changes in
-                for i in changes.indices {
-                    switch changes[i].kind {
-                    case .insert, .update, .enter:
-                        // Without a quake: removed by a later transaction, which removes it here too.
-                        if changes[i].quake != nil { try upsert.write(changes[i].quake!) }
-                    case .delete, .leave:
-                        try delete.execute(arguments: [changes[i].quakeId])
-                    }
-                }
-            }
-            try db.cachedStatement(sql: "UPDATE position SET token = ?, appliedAt = ?")
-                .execute(arguments: [transaction.token, now])
-            return true
-        }
+        try apply(page: [transaction][...], storeId: storeId, outbox: outbox)
     }
 
     /// ``prepare(_:storeId:)`` for transactions the cache will commit together
