@@ -116,6 +116,19 @@ public struct QuakedConnection: Sendable {
             .init(storeId: storeId, after: after, limit: limit, maxChanges: maxChanges, client: name, filter: filter))
     }
 
+    /// FetchHistory called with `more`: the pages after `after` one after another, until one
+    /// with `hasMore` false (the head as quaked read it then). A quaked that answers the call
+    /// once ends the sequence after its one page, `hasMore` or not: ask again after its
+    /// `nextAfter`. Iterate to the end before the next call on this connection.
+    public func fetchHistoryPages(
+        storeId: String?, after: Int, limit: Int? = nil, maxChanges: Int? = nil, client name: String? = nil,
+        filter: IOQuaked.Filter? = nil
+    ) async throws -> TypedReplies<IOQuaked.FetchHistory.Reply> {
+        try await callMore(
+            IOQuaked.FetchHistory.self,
+            .init(storeId: storeId, after: after, limit: limit, maxChanges: maxChanges, client: name, filter: filter))
+    }
+
     public func acknowledge(client name: String, token: Int, error: String? = nil) async throws {
         _ = try await call(IOQuaked.Acknowledge.self, .init(client: name, token: token, error: error))
     }
@@ -175,7 +188,7 @@ public struct TypedReplies<Element: VarlinkValue>: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(base: replies.makeAsyncIterator()) }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
         var base: VarlinkReplies<Element>.Iterator
         public mutating func next() async throws -> Element? {
             do {

@@ -68,7 +68,7 @@ public final class WatchStop: Sendable {
 /// A ``QuakeCache`` commits a FetchHistory page at a time: every transaction of the page is
 /// reported, then the page is applied in one SQLite transaction with the position at its last
 /// token, so a crash in between reports that page again on the next run (at most
-/// ``Options/pageLimit`` transactions and quaked's `maxChanges`, 10,000 changes, or one larger
+/// ``Options/pageLimit`` transactions and about ``Watcher/pageChanges`` changes, or one larger
 /// transaction), never not at all. At the
 /// live tail a page is one transaction. Other caches (and ``Options/commitEachTransaction``)
 /// commit each transaction right after reporting it. When the daemon goes away the cache stays,
@@ -373,22 +373,19 @@ public struct Watcher: Sendable {
                 context: context)
         }
         guard var position else { return }
-        // The next page is asked for while this one is applied: quaked writes page n + 1 while
-        // the cache takes page n, so a long catch-up is as fast as the slower of the two.
-        //
-        // Pages are sized in changes, not only in transactions: a page is decoded whole before
-        // any of it is applied, so a page of a few huge transactions (a first import: thousands
-        // of changes each) would leave nothing to overlap. The first page asks for a few
-        // transactions; each next one for as many as make about `pageChanges` changes at the
-        // size the last page's transactions had, at most `pageLimit`.
-        var limit = min(options.pageLimit, Self.firstPageLimit)
+        // One FetchHistory call made with more streams the pages (HistoryPages): quaked reads
+        // and writes page n + 1 while this side decodes it, and the page before it is applied
+        // meanwhile. The next page is read (from the socket, and decoded) while this one is
+        // applied, so a long catch-up is as fast as the slowest of quaked's reading, the
+        // decoding and the cache's writing, not their sum.
+        var pages = HistoryPages()
         var prefetched: Result<IOQuaked.FetchHistory.Reply, any Error>?
         while position.token != head || prefetched != nil {
             let fetched: Result<IOQuaked.FetchHistory.Reply, any Error>
             if let prefetched = prefetched.take() {
                 fetched = prefetched
             } else {
-                fetched = await fetchPage(connection, position, limit: limit)
+                (fetched, pages) = await pages.next(connection, after: position, options: options)
             }
             let page: IOQuaked.FetchHistory.Reply
             switch fetched {
@@ -396,19 +393,23 @@ public struct Watcher: Sendable {
                 page = reply
                 context.health.heard(head: head)
             case .success:
-                position = try await reset(connection, reason: "quaked now serves another store", context: context)
-                continue
+                // quaked answers another store's token with StoreMismatch, so this is a service
+                // that changed stores mid-call: the connection is out of step; the next session
+                // finds the new store and resets.
+                if pages.isOpen { await connection.close() }
+                throw VarlinkConnectionError.closed
             case .failure(let error):
                 position = try await reset(connection, reason: try Self.resetReason(error, position), context: context)
                 continue
             }
             var following = position
             following.token = max(position.token, page.nextAfter)
-            limit = Self.nextPageLimit(page, maximum: options.pageLimit)
             if page.hasMore {
-                async let next = fetchPage(connection, following, limit: limit)
+                let current = pages
+                let options = options
+                async let next = current.next(connection, after: following, options: options)
                 try await apply(page, context: context, backlogThrough: start.floor)
-                prefetched = await next
+                (prefetched, pages) = await next
             } else {
                 try await apply(page, context: context, backlogThrough: start.floor)
             }
@@ -421,38 +422,55 @@ public struct Watcher: Sendable {
             // Without more, the head may still have moved on while paging; the next event says so.
             if !page.hasMore { break }
         }
+        // A call with more is read to its end (its last page has hasMore false) before the loop
+        // ends: the connection serves the next call.
+        assert(!pages.isOpen, "a catch-up left its FetchHistory call unread")
         context.health.atHead(position.token)
         if let name = options.clientName {
             try await connection.acknowledge(client: name, token: position.token)
         }
     }
 
-    /// The transactions the first page of a catch-up asks for.
-    static let firstPageLimit = 4
-    /// About how many changes a catch-up's page holds (see ``catchUp(_:storeId:head:start:context:)``).
-    static let pageChanges = 4000
+    /// About how many changes a catch-up's page holds: quaked's `maxChanges` for the call.
+    /// Pages of a few thousand changes let decoding and applying overlap from the start and
+    /// bound what is in memory (a page being applied, the next being decoded, one in the socket).
+    public static let pageChanges = 4000
 
-    /// The transactions to ask for after `page`: as many as make about ``pageChanges`` changes
-    /// at the size of `page`'s, between 1 and `maximum`.
-    static func nextPageLimit(_ page: IOQuaked.FetchHistory.Reply, maximum: Int) -> Int {
-        let transactions = page.transactions.count
-        guard transactions > 0 else { return maximum }
-        let changes = page.transactions.reduce(0) { $0 + $1.changes.count }
-        let perTransaction = max(1, changes / transactions)
-        return max(1, min(maximum, pageChanges / perTransaction))
-    }
+    /// A catch-up's FetchHistory call made with more, read page by page. A value: the read in
+    /// flight (beside the page being applied) takes a copy and hands back the one after it.
+    struct HistoryPages: Sendable {
+        /// The open call's replies; nil when none is open (none yet, or the last one ended).
+        private var replies: TypedReplies<IOQuaked.FetchHistory.Reply>.Iterator?
 
-    /// One page after the position, as a result (so that it can be fetched beside other work).
-    private func fetchPage(_ connection: QuakedConnection, _ position: WatchPosition, limit: Int) async -> Result<
-        IOQuaked.FetchHistory.Reply, any Error
-    > {
-        do {
-            return .success(
-                try await connection.fetchHistory(
-                    storeId: position.storeId, after: position.token, limit: limit,
-                    client: options.clientName, filter: options.filter))
-        } catch {
-            return .failure(error)
+        /// Whether a call is open: a page with `hasMore` came and its call has not ended.
+        var isOpen: Bool { replies != nil }
+
+        /// The next page after `position`: the open call's next reply, or the first of a new call
+        /// (none open yet, or the last one ended while `hasMore`, as from a quaked that answers
+        /// a call with more once). An error (an error reply: the call has ended) is returned as
+        /// the result, so that the read can run beside other work.
+        func next(_ connection: QuakedConnection, after position: WatchPosition, options: Options) async -> (
+            Result<IOQuaked.FetchHistory.Reply, any Error>, HistoryPages
+        ) {
+            var pages = self
+            do {
+                if var replies = pages.replies {
+                    pages.replies = nil
+                    if let reply = try await replies.next() {
+                        if reply.hasMore { pages.replies = replies }
+                        return (.success(reply), pages)
+                    }
+                }
+                var replies = try await connection.fetchHistoryPages(
+                    storeId: position.storeId, after: position.token, limit: options.pageLimit,
+                    maxChanges: Watcher.pageChanges, client: options.clientName, filter: options.filter
+                ).makeAsyncIterator()
+                guard let reply = try await replies.next() else { throw VarlinkConnectionError.closed }
+                if reply.hasMore { pages.replies = replies }
+                return (.success(reply), pages)
+            } catch {
+                return (.failure(error), pages)
+            }
         }
     }
 
@@ -524,8 +542,8 @@ public struct Watcher: Sendable {
     /// outbox entries), then commits them all to `cache` in one SQLite transaction, rows,
     /// outbox entries and the position at the last one's token together. A crash before the
     /// commit delivers the page again on the next run: at most a page's transactions come twice
-    /// (at most ``Options/pageLimit`` transactions and quaked's `maxChanges`, 10,000 changes, or
-    /// one larger transaction), none never. A stop
+    /// (at most ``Options/pageLimit`` transactions and about ``pageChanges`` changes, or one
+    /// larger transaction), none never. A stop
     /// (``WatchStop``) or a cancellation lets the page in hand finish, delivered and committed.
     /// When a delivery fails (the handler throws: a stop interrupting it, say), the transactions
     /// delivered before it are committed, then the failure ends the page.

@@ -264,15 +264,14 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         try await running.value
         try cache.close()
 
-        // The floor under both: the same pages fetched and decoded by QuakeClient, not applied. The
-        // Watcher asks for page n + 1 once page n is decoded (its nextAfter), so each page's
-        // encoding by quaked and decoding here come one after the other.
+        // The floor under both: the same pages fetched and decoded by QuakeClient, not applied, in
+        // one FetchHistory call made with more as the Watcher makes it (quaked reads and writes
+        // page n + 1 while page n is decoded here).
         let connection = try await QuakedConnection.connect(to: socket)
         started = ContinuousClock.now
-        var after = 0
-        while true {
-            let page = try await connection.fetchHistory(storeId: storeID, after: after, limit: options.pageLimit)
-            after = page.nextAfter
+        for try await page in try await connection.fetchHistoryPages(
+            storeId: storeID, after: 0, limit: options.pageLimit, maxChanges: Watcher.pageChanges)
+        {
             if !page.hasMore { break }
         }
         let decodeSeconds = (ContinuousClock.now - started).inSeconds

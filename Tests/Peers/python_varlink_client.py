@@ -55,6 +55,17 @@ with varlink.Client(address=address) as client:
             seen["transactions"] = transactions
             seen["changes"] = kinds
 
+        def history_streamed():
+            # Called with more: the same transactions, page after page, in one call.
+            transactions, pages, last = 0, 0, None
+            for page in quaked.FetchHistory(after=0, limit=50, storeId=seen["storeId"], _more=True):
+                pages += 1
+                transactions += len(page["transactions"])
+                last = page
+            assert last is not None and not last["hasMore"], last
+            assert transactions == seen["transactions"], (transactions, seen["transactions"])
+            seen["streamedPages"] = pages
+
         def acknowledge():
             quaked.Acknowledge(client="python-peer", token=seen["headToken"])
 
@@ -157,6 +168,7 @@ with varlink.Client(address=address) as client:
             assert job["state"] == "cancelled" and job["finishedAt"] is not None, job
 
         for name, fn in [("GetStatus", status), ("Refresh", refresh), ("FetchHistory", history),
+                         ("FetchHistory:more", history_streamed),
                          ("Acknowledge", acknowledge), ("Snapshot", snapshot), ("Query", query), ("Get", get),
                          ("Get:NoSuchQuake", get_unknown), ("GetReports", get_reports),
                          ("GetReports:NoSuchQuake", get_reports_unknown), ("Delete", delete), ("Reload", reload),

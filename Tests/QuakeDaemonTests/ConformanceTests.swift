@@ -102,7 +102,7 @@ extension EndToEnd {
                 let ok = Set(summary?["ok"] as? [String] ?? [])
                 #expect(
                     ok == [
-                        "GetStatus", "Refresh", "FetchHistory", "Acknowledge", "Snapshot", "Query", "Get",
+                        "GetStatus", "Refresh", "FetchHistory", "FetchHistory:more", "Acknowledge", "Snapshot", "Query", "Get",
                         "Get:NoSuchQuake", "GetReports", "GetReports:NoSuchQuake", "Delete", "Reload", "Subscribe",
                         "Metrics", "Backfill", "BackfillStatus", "BackfillStatus:NoSuchBackfill", "BackfillCancel",
                     ], "\(result.stdout)")
@@ -110,6 +110,8 @@ extension EndToEnd {
                 #expect(changes["insert"] ?? 0 > 0)
                 #expect(changes["update"] ?? 0 > 0, "the history holds updates with field values")
                 #expect(changes["delete"] ?? 0 > 0)
+                let seen = summary?["seen"] as? [String: Any]
+                #expect((seen?["streamedPages"] as? Int ?? 0) >= 1, "\(result.stdout)")
             }
         }
 

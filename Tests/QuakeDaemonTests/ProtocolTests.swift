@@ -210,6 +210,63 @@ extension EndToEnd {
             }
         }
 
+        @Test("FetchHistory called with more streams the pages, each with continues but the last: the same pages as asked one by one")
+        func fetchHistoryStreamed() async throws {
+            try await withTemporaryDirectory { dir in
+                let daemon = try await startDaemon(in: dir)
+                let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
+                for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
+                let storeID = try await daemon.getStatus().storeId
+                let client = try UnixSocketClient(path: daemon.socketPath)
+                for after in 0...5 {
+                    // Asked one page at a time...
+                    var paged: [IOQuaked.FetchHistory.Reply] = []
+                    var cursor = after
+                    while true {
+                        let page = try client.call(
+                            IOQuaked.FetchHistory.self, .init(storeId: storeID, after: cursor, limit: 2))
+                        paged.append(page)
+                        cursor = page.nextAfter
+                        if !page.hasMore { break }
+                    }
+                    // ...and in one call with more: the same pages, continues on all but the last.
+                    try client.callMore(
+                        IOQuaked.FetchHistory.self, .init(storeId: storeID, after: after, limit: 2, client: "streamer"))
+                    var streamed: [IOQuaked.FetchHistory.Reply] = []
+                    var continued: [Bool] = []
+                    while let (result, continues) = try client.next(IOQuaked.FetchHistory.self) {
+                        streamed.append(try result.get())
+                        continued.append(continues)
+                        if !continues { break }
+                    }
+                    #expect(streamed == paged, "after \(after)")
+                    #expect(continued == paged.indices.map { $0 < paged.count - 1 }, "after \(after)")
+                    #expect(streamed.flatMap { $0.transactions.map(\.token) } == Array(stride(from: after + 1, through: 5, by: 1)))
+                    // The connection serves the next call.
+                    #expect(try client.call(IOQuaked.GetStatus.self, .init()).storeId == storeID)
+                }
+                // With a client name, the first page's after token is what is acknowledged.
+                let clients = try await daemon.getStatus().clients
+                #expect(clients.first { $0.name == "streamer" }?.token == 5)
+
+                // A filter streams as it pages (pages may be empty while hasMore), and an error
+                // is the only reply.
+                let filter = IOQuaked.Filter(minMagnitude: 9.5)
+                try client.callMore(IOQuaked.FetchHistory.self, .init(storeId: storeID, after: 0, limit: 1, filter: filter))
+                var filtered: [IOQuaked.FetchHistory.Reply] = []
+                while let (result, continues) = try client.next(IOQuaked.FetchHistory.self) {
+                    filtered.append(try result.get())
+                    if !continues { break }
+                }
+                #expect(filtered.count == 5 && filtered.last?.hasMore == false && filtered.last?.nextAfter == 5)
+                try client.callMore(IOQuaked.FetchHistory.self, .init(storeId: storeID, after: 99, limit: 1))
+                let ahead = try #require(try client.next(IOQuaked.FetchHistory.self))
+                #expect(ahead.result.error?.name == IOQuaked.TokenAhead.name && !ahead.continues)
+                #expect(try client.call(IOQuaked.GetStatus.self, .init()).storeId == storeID)
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+
         @Test("after a purge an old token is TokenExpired with the oldest and head tokens")
         func tokenExpired() async throws {
             try await withTemporaryDirectory { dir in

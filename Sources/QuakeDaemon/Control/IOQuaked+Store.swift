@@ -268,12 +268,12 @@ extension IOQuaked.FetchHistory {
         }
 
         /// Ends the reply and its frame; returns the members that go before `transactions`.
-        private mutating func end(_ page: StoredHistorySummary) -> ArraySlice<UInt8> {
+        private mutating func end(_ page: StoredHistorySummary, continues: Bool = false) -> ArraySlice<UInt8> {
             Reply.endTransactions(to: &writer)
             Reply.appendHasMore(page.hasMore, to: &writer)
             Reply.appendNextAfter(Int(page.nextAfter), to: &writer)
             Reply.end(to: &writer)
-            VarlinkReply.endFrame(&writer)
+            VarlinkReply.endFrame(&writer, continues: continues)
             return writer.insertion(at: transactionsStart) { writer in
                 Reply.appendStoreId(page.storeID, to: &writer)
                 Reply.appendHeadToken(Int(page.head), to: &writer)
@@ -288,9 +288,10 @@ extension IOQuaked.FetchHistory {
             return writer.bytes
         }
 
-        /// The same frame as ``finish(_:)``, joined into the buffer that is sent (nothing moved twice).
-        mutating func frame(_ page: StoredHistorySummary) -> ByteBuffer {
-            let head = end(page)
+        /// The same frame as ``finish(_:)``, joined into the buffer that is sent (nothing moved
+        /// twice); with `continues`, a reply of a call made with more that is not the last.
+        mutating func frame(_ page: StoredHistorySummary, continues: Bool = false) -> ByteBuffer {
+            let head = end(page, continues: continues)
             var buffer = ByteBuffer()
             buffer.reserveCapacity(writer.bytes.count + head.count)
             buffer.writeBytes(writer.bytes[..<transactionsStart])

@@ -188,13 +188,23 @@ public struct QuakedService: IOQuaked.Service {
             try Self.validate(client: client)
             try await store.acknowledge(client: client, token: after)
         }
-        var reply = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
-        let page = try Self.history {
-            try store.visitHistory(
-                after: after, limit: IOQuaked.Defaults.historyLimit(parameters.limit),
-                maxChanges: IOQuaked.Defaults.historyMaxChanges(parameters.maxChanges), filter: filter, &reply)
+        let limit = IOQuaked.Defaults.historyLimit(parameters.limit)
+        let maxChanges = IOQuaked.Defaults.historyMaxChanges(parameters.maxChanges)
+        // Called with more: page after page, each read once the one before has been sent (the
+        // write waits for the socket, so a client that reads slowly holds the stream back and at
+        // most one page is in memory), until the page that reaches the head.
+        var next = after
+        while true {
+            var reply = IOQuaked.FetchHistory.ReplyWriter(filtered: filter != nil)
+            let page = try Self.history {
+                try store.visitHistory(after: next, limit: limit, maxChanges: maxChanges, filter: filter, &reply)
+            }
+            let continues = call.more && page.hasMore
+            try await call.reply(frame: reply.frame(page, continues: continues), continues: continues)
+            guard continues else { return }
+            try Task.checkCancellation()
+            next = page.nextAfter
         }
-        try await call.reply(frame: reply.frame(page))
     }
 
     public func acknowledge(

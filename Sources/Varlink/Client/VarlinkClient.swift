@@ -185,7 +185,8 @@ public struct VarlinkReplies<Element: VarlinkValue>: AsyncSequence, Sendable {
         Iterator(client: client)
     }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    /// A value: a copy read on goes on from where the original was (one reader at a time).
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
         let client: VarlinkClient
         var finished = false
 

@@ -32,7 +32,13 @@ public struct JSONScanner: Sendable {
 
     // MARK: Structure
 
-    @inlinable mutating func skipSpace() {
+    @inlinable @inline(__always) mutating func skipSpace() {
+        // Replies come without spaces between tokens: the first byte decides, in line.
+        guard index < bytes.count, bytes[index] <= 0x20 else { return }
+        skipSpaceRun()
+    }
+
+    @usableFromInline mutating func skipSpaceRun() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1

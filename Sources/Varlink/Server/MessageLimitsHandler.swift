@@ -28,17 +28,17 @@ final class MessageLimitsHandler: ChannelInboundHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }  // discard everything after a violation
-        let view = unwrapInboundIn(data).readableBytesView
-        var start = view.startIndex
+        let buffer = unwrapInboundIn(data)
+        var start = 0
         var longest = 0
         var ended = false
-        while let nul = view[start...].firstIndex(of: 0) {
+        while let nul = buffer.readableOffsetOfNUL(from: start) {
             longest = max(longest, pending + (nul - start))
             pending = 0
             start = nul + 1
             ended = true
         }
-        pending += view.endIndex - start
+        pending += buffer.readableBytes - start
         longest = max(longest, pending)
         if longest > maxMessageSize {
             fail(context: context, reply: replies.messageTooLarge(maxMessageSize))

@@ -21,9 +21,7 @@ public struct NULFrameDecoder: ByteToMessageDecoder {
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        let view = buffer.readableBytesView
-        if let nul = view.dropFirst(scanned).firstIndex(of: 0) {
-            let length = nul - view.startIndex
+        if let length = buffer.readableOffsetOfNUL(from: scanned) {
             if length > maxMessageSize { throw MessageTooLarge(limit: maxMessageSize) }
             let frame = buffer.readSlice(length: length)!
             buffer.moveReaderIndex(forwardBy: 1)
@@ -31,8 +29,8 @@ public struct NULFrameDecoder: ByteToMessageDecoder {
             context.fireChannelRead(Self.wrapInboundOut(frame))
             return .continue
         }
-        scanned = view.count
-        if view.count > maxMessageSize { throw MessageTooLarge(limit: maxMessageSize) }
+        scanned = buffer.readableBytes
+        if scanned > maxMessageSize { throw MessageTooLarge(limit: maxMessageSize) }
         return .needMoreData
     }
 

@@ -55,6 +55,16 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
         if !more { answered?() }
     }
 
+    /// Sends a reply encoded in a frame of its own making (``VarlinkReply/beginFrame(_:)`` and
+    /// ``VarlinkReply/endFrame(_:continues:)``), whose `continues` the caller wrote as it says
+    /// here: `continues` only for calls made with `more`, and the reply without it is the last.
+    public func reply(frame: ByteBuffer, continues: Bool) async throws {
+        guard !oneway else { return }
+        assert(!continues || more, "continues on a call made without more")
+        try await write(frame)
+        if !(continues && more) { answered?() }
+    }
+
     /// Requires the call to have been made with `more` (else `ExpectedMore`).
     public func requireMore() throws {
         guard more else { throw OrgVarlinkService.ExpectedMore() }
