@@ -58,12 +58,8 @@ import Testing
     @Test("watch against a quaked that answers FetchHistory with more once: it asks again after each page, every change printed once")
     func watchAsksAgain() async throws {
         try await withTemporaryDirectory { dir in
-            let script = dir.appendingPathComponent("older-quaked.py")
-            try Self.olderQuaked.write(to: script, atomically: true, encoding: .utf8)
-            let socket = dir.appendingPathComponent("older.sock").path
-            let server = try ChildProcess("/usr/bin/env", [PeerTools.python, script.path, socket])
+            let (server, socket) = try await startPythonQuaked(Self.olderQuaked, named: "older-quaked", in: dir)
             defer { server.signal(SIGTERM) }
-            try await waitUntil(timeout: .seconds(20)) { server.stdout.contains("ready") }
 
             let cache = dir.appendingPathComponent("watch.sqlite").path
             let watch = try startQuakectl(["watch", "--json", "--socket", socket, "--cache", cache])

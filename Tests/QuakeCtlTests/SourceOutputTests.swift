@@ -255,12 +255,8 @@ import Testing
     @Test("show against a quaked without GetReports: the quake, no table, no reports in --json")
     func showWithOlderQuaked() async throws {
         try await withTemporaryDirectory { dir in
-            let script = dir.appendingPathComponent("old-quaked.py")
-            try Self.oldQuaked.write(to: script, atomically: true, encoding: .utf8)
-            let socket = dir.appendingPathComponent("old.sock").path
-            let server = try ChildProcess("/usr/bin/env", [PeerTools.python, script.path, socket])
+            let (server, socket) = try await startPythonQuaked(Self.oldQuaked, named: "old-quaked", in: dir)
             defer { server.signal(SIGTERM) }
-            try await waitUntil(timeout: .seconds(20)) { server.stdout.contains("ready") }
 
             let shown = try await quakectl(["show", "old1", "--socket", socket])
             #expect(shown.status == 0, "\(shown.stderr)")

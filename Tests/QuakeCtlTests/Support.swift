@@ -123,6 +123,25 @@ func startQuakectl(_ arguments: [String], environment: [String: String] = [:]) t
     try ChildProcess(BuiltProducts.path("quakectl"), arguments, environment: environment)
 }
 
+/// Starts `script`, a stand-in quaked in Python that serves a Unix socket at the path it is
+/// given and prints `ready` once it listens; returns the process (stop it with SIGTERM) and the
+/// socket's path, both in `dir`.
+func startPythonQuaked(_ script: String, named name: String, in dir: URL) async throws -> (
+    server: ChildProcess, socket: String
+) {
+    let file = dir.appendingPathComponent("\(name).py")
+    try script.write(to: file, atomically: true, encoding: .utf8)
+    let socket = dir.appendingPathComponent("\(name).sock").path
+    let server = try ChildProcess("/usr/bin/env", [PeerTools.python, file.path, socket])
+    do {
+        try await waitUntil(timeout: .seconds(20)) { server.stdout.contains("ready") }
+    } catch {
+        server.signal(SIGTERM)
+        throw error
+    }
+    return (server, socket)
+}
+
 /// Polls `condition` every 50 ms until it holds; throws after `timeout`.
 func waitUntil(timeout: Duration, _ condition: () throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout

@@ -56,12 +56,8 @@ import Testing
     @Test("status, show and an error reply from a quaked whose replies carry fields quakectl does not know")
     func newerQuaked() async throws {
         try await withTemporaryDirectory { dir in
-            let script = dir.appendingPathComponent("newer-quaked.py")
-            try Self.newerQuaked.write(to: script, atomically: true, encoding: .utf8)
-            let socket = dir.appendingPathComponent("newer.sock").path
-            let server = try ChildProcess("/usr/bin/env", [PeerTools.python, script.path, socket])
+            let (server, socket) = try await startPythonQuaked(Self.newerQuaked, named: "newer-quaked", in: dir)
             defer { server.signal(SIGTERM) }
-            try await waitUntil(timeout: .seconds(20)) { server.stdout.contains("ready") }
 
             let status = try await quakectl(["status", "--socket", socket])
             #expect(status.status == 0, "\(status.stderr)")
