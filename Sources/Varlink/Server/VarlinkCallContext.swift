@@ -41,9 +41,8 @@ public struct VarlinkCallContext<Reply: VarlinkValue>: Sendable {
     /// programming error (the reply goes out as the last one).
     public func reply(_ reply: Reply, continues: Bool = false) async throws {
         guard !oneway else { return }
-        assert(!continues || more, "continues on a call made without more")
-        try await write(ByteBuffer(bytes: VarlinkReply.frame(reply, continues: continues && more)))
-        if !(continues && more) { answered?() }
+        try await self.reply(
+            frame: ByteBuffer(bytes: VarlinkReply.frame(reply, continues: continues && more)), continues: continues)
     }
 
     /// Sends a frame encoded once for many callers (a notification to every subscriber): the
