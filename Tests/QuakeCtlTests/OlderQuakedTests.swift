@@ -12,47 +12,27 @@ import Testing
     /// FetchHistory with one transaction a page, each reply the call's only one (no continues),
     /// whatever `more` says. Each FetchHistory call's after and more flag go to stdout.
     static let olderQuaked = #"""
-        import json, socket, sys
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(sys.argv[1])
-        server.listen(8)
-        print("ready", flush=True)
         store, head = "older-store", 3
         def transaction(token):
             quake = {"id": "old%d" % token, "time": 1741132800000 + token, "mag": 4.0 + token, "place": "Place %d" % token}
             return {"token": token, "author": "import", "timestamp": 1741132800000, "inserted": 1, "updated": 0,
                     "deleted": 0, "changes": [{"quakeId": quake["id"], "kind": "insert", "quake": quake}]}
-        def serve(connection):
-            buffer = b""
-            while True:
-                data = connection.recv(65536)
-                if not data:
-                    return
-                buffer += data
-                while b"\0" in buffer:
-                    message, buffer = buffer.split(b"\0", 1)
-                    call = json.loads(message)
-                    method, parameters = call.get("method"), call.get("parameters", {})
-                    if method == "io.quaked.Subscribe":
-                        reply = {"parameters": {"event": "subscribed", "storeId": store, "headToken": head}, "continues": True}
-                    elif method == "io.quaked.Snapshot":
-                        reply = {"parameters": {"storeId": store, "token": 0, "quakes": []}}
-                    elif method == "io.quaked.FetchHistory":
-                        after = parameters["after"]
-                        print("fetch after=%d more=%s" % (after, bool(call.get("more"))), flush=True)
-                        page = [transaction(after + 1)] if after < head else []
-                        reply = {"parameters": {"storeId": store, "headToken": head, "oldestToken": 1,
-                                                "transactions": page, "hasMore": after + 1 < head,
-                                                "nextAfter": min(after + 1, head)}}
-                    elif method == "io.quaked.Acknowledge":
-                        reply = {"parameters": {}}
-                    else:
-                        reply = {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
-                    connection.sendall(json.dumps(reply).encode() + b"\0")
-        import threading
-        while True:
-            connection, _ = server.accept()
-            threading.Thread(target=serve, args=(connection,), daemon=True).start()
+        def answer(call):
+            method, parameters = call.get("method"), call.get("parameters", {})
+            if method == "io.quaked.Subscribe":
+                return {"parameters": {"event": "subscribed", "storeId": store, "headToken": head}, "continues": True}
+            if method == "io.quaked.Snapshot":
+                return {"parameters": {"storeId": store, "token": 0, "quakes": []}}
+            if method == "io.quaked.FetchHistory":
+                after = parameters["after"]
+                print("fetch after=%d more=%s" % (after, bool(call.get("more"))), flush=True)
+                page = [transaction(after + 1)] if after < head else []
+                return {"parameters": {"storeId": store, "headToken": head, "oldestToken": 1,
+                                       "transactions": page, "hasMore": after + 1 < head,
+                                       "nextAfter": min(after + 1, head)}}
+            if method == "io.quaked.Acknowledge":
+                return {"parameters": {}}
+            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("watch against a quaked that answers FetchHistory with more once: it asks again after each page, every change printed once")

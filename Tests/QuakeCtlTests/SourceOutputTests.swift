@@ -227,29 +227,12 @@ import Testing
 
     /// A quaked from before sources: io.quaked without GetReports (MethodNotFound), in Python.
     static let oldQuaked = #"""
-        import json, socket, sys
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(sys.argv[1])
-        server.listen(8)
-        print("ready", flush=True)
         quake = {"id": "old1", "time": 1741132809120, "mag": 4.4, "place": "Somewhere"}
-        while True:
-            connection, _ = server.accept()
-            buffer = b""
-            while True:
-                data = connection.recv(65536)
-                if not data:
-                    break
-                buffer += data
-                while b"\0" in buffer:
-                    message, buffer = buffer.split(b"\0", 1)
-                    method = json.loads(message).get("method")
-                    if method == "io.quaked.Get":
-                        reply = {"parameters": {"quake": quake}}
-                    else:
-                        reply = {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
-                    connection.sendall(json.dumps(reply).encode() + b"\0")
-            connection.close()
+        def answer(call):
+            method = call.get("method")
+            if method == "io.quaked.Get":
+                return {"parameters": {"quake": quake}}
+            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("show against a quaked without GetReports: the quake, no table, no reports in --json")

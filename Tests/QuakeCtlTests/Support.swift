@@ -123,12 +123,15 @@ func startQuakectl(_ arguments: [String], environment: [String: String] = [:]) t
     try ChildProcess(BuiltProducts.path("quakectl"), arguments, environment: environment)
 }
 
-/// Starts `script`, a stand-in quaked in Python that serves a Unix socket at the path it is
-/// given and prints `ready` once it listens; returns the process (stop it with SIGTERM) and the
-/// socket's path, both in `dir`.
-func startPythonQuaked(_ script: String, named name: String, in dir: URL) async throws -> (
+/// Starts a stand-in quaked in Python, serving Varlink on a Unix socket in `dir`: `answers` is
+/// Python that defines `answer(call)`, which takes each call (its JSON as a dict) and returns its
+/// reply as a dict; the framing, the socket and a thread per connection are the same for every
+/// stand-in (`pythonQuakedServer`). Returns the process (stop it with SIGTERM), once it listens,
+/// and the socket's path.
+func startPythonQuaked(_ answers: String, named name: String, in dir: URL) async throws -> (
     server: ChildProcess, socket: String
 ) {
+    let script = answers + "\n" + pythonQuakedServer
     let file = dir.appendingPathComponent("\(name).py")
     try script.write(to: file, atomically: true, encoding: .utf8)
     let socket = dir.appendingPathComponent("\(name).sock").path
@@ -141,6 +144,30 @@ func startPythonQuaked(_ script: String, named name: String, in dir: URL) async 
     }
     return (server, socket)
 }
+
+/// What every stand-in quaked runs after its `answer(call)`: NUL-framed calls in, each answered
+/// with `answer`'s reply, on every connection at once (a watch holds two); `ready` once listening.
+private let pythonQuakedServer = #"""
+    import json as _json, socket as _socket, sys as _sys, threading as _threading
+    def _serve(connection):
+        buffer = b""
+        while True:
+            data = connection.recv(65536)
+            if not data:
+                break
+            buffer += data
+            while b"\0" in buffer:
+                message, buffer = buffer.split(b"\0", 1)
+                connection.sendall(_json.dumps(answer(_json.loads(message))).encode() + b"\0")
+        connection.close()
+    _server = _socket.socket(_socket.AF_UNIX)
+    _server.bind(_sys.argv[1])
+    _server.listen(8)
+    print("ready", flush=True)
+    while True:
+        _connection, _ = _server.accept()
+        _threading.Thread(target=_serve, args=(_connection,), daemon=True).start()
+    """#
 
 /// Polls `condition` every 50 ms until it holds; throws after `timeout`.
 func waitUntil(timeout: Duration, _ condition: () throws -> Bool) async throws {

@@ -9,11 +9,6 @@ import Testing
     /// A quaked from the future, in Python: every reply carries members this quakectl has never
     /// heard of, at the top, inside structs and inside array elements, of every JSON shape.
     static let newerQuaked = #"""
-        import json, socket, sys
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(sys.argv[1])
-        server.listen(8)
-        print("ready", flush=True)
         odd = {"nested": {"list": [1, {"deep": "a \"}]\" {["}], "none": None}, "text": "\\\"{}", "n": -1.5e3}
         status = {
             "version": "9.9.9", "storeId": "future-store", "headToken": 42, "oldestToken": 7,
@@ -28,29 +23,16 @@ import Testing
                  "contributors": [{"source": "ingv", "id": "x1", "time": 1741132809120, "lat": 42.5, "lon": 13.25,
                                    "preferred": True, "weight": 0.5, "extra": odd}],
                  "ranking": ["ingv", "emsc", {"name": "usgs", "weight": 0.5}]}
-        while True:
-            connection, _ = server.accept()
-            buffer = b""
-            while True:
-                data = connection.recv(65536)
-                if not data:
-                    break
-                buffer += data
-                while b"\0" in buffer:
-                    message, buffer = buffer.split(b"\0", 1)
-                    call = json.loads(message)
-                    method = call.get("method")
-                    if method == "io.quaked.GetStatus":
-                        reply = {"parameters": status, "annotation": odd}
-                    elif method == "io.quaked.Get" and call["parameters"]["id"] == "new1":
-                        reply = {"parameters": {"quake": quake, "servedBy": "replica-2"}}
-                    elif method == "io.quaked.Get":
-                        reply = {"error": "io.quaked.NoSuchQuake",
-                                 "parameters": {"id": call["parameters"]["id"], "suggestions": ["new1"], "why": odd}}
-                    else:
-                        reply = {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
-                    connection.sendall(json.dumps(reply).encode() + b"\0")
-            connection.close()
+        def answer(call):
+            method = call.get("method")
+            if method == "io.quaked.GetStatus":
+                return {"parameters": status, "annotation": odd}
+            if method == "io.quaked.Get" and call["parameters"]["id"] == "new1":
+                return {"parameters": {"quake": quake, "servedBy": "replica-2"}}
+            if method == "io.quaked.Get":
+                return {"error": "io.quaked.NoSuchQuake",
+                        "parameters": {"id": call["parameters"]["id"], "suggestions": ["new1"], "why": odd}}
+            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("status, show and an error reply from a quaked whose replies carry fields quakectl does not know")
