@@ -176,6 +176,20 @@ extension EndToEnd {
             }
         }
 
+        /// FetchHistory's pages after `after`, two transactions each, asked one call at a time.
+        static func pages(_ daemon: DaemonHarness, _ storeID: String, after: Int) async throws
+            -> [IOQuaked.FetchHistory.Reply]
+        {
+            var pages: [IOQuaked.FetchHistory.Reply] = []
+            var cursor = after
+            while true {
+                let page = try await daemon.call(IOQuaked.FetchHistory.self, .init(storeId: storeID, after: cursor, limit: 2))
+                pages.append(page)
+                cursor = page.nextAfter
+                if !page.hasMore { return pages }
+            }
+        }
+
         @Test("FetchHistory after every token returns exactly the later transactions; bad tokens and stores are errors")
         func fetchHistory() async throws {
             try await withTemporaryDirectory { dir in
@@ -184,15 +198,7 @@ extension EndToEnd {
                 for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
                 let storeID = try await daemon.getStatus().storeId
                 for after in 0...5 {
-                    var tokens: [Int] = []
-                    var cursor = after
-                    while true {
-                        let page = try await daemon.call(
-                            IOQuaked.FetchHistory.self, .init(storeId: storeID, after: cursor, limit: 2))
-                        tokens += page.transactions.map(\.token)
-                        cursor = page.nextAfter
-                        if !page.hasMore { break }
-                    }
+                    let tokens = try await Self.pages(daemon, storeID, after: after).flatMap { $0.transactions.map(\.token) }
                     #expect(tokens == Array(stride(from: after + 1, through: 5, by: 1)))
                 }
                 let first = try await daemon.call(IOQuaked.FetchHistory.self, .init(after: 0, limit: 1))
@@ -220,15 +226,7 @@ extension EndToEnd {
                 let client = try UnixSocketClient(path: daemon.socketPath)
                 for after in 0...5 {
                     // Asked one page at a time...
-                    var paged: [IOQuaked.FetchHistory.Reply] = []
-                    var cursor = after
-                    while true {
-                        let page = try client.call(
-                            IOQuaked.FetchHistory.self, .init(storeId: storeID, after: cursor, limit: 2))
-                        paged.append(page)
-                        cursor = page.nextAfter
-                        if !page.hasMore { break }
-                    }
+                    let paged = try await Self.pages(daemon, storeID, after: after)
                     // ...and in one call with more: the same pages, continues on all but the last.
                     try client.callMore(
                         IOQuaked.FetchHistory.self, .init(storeId: storeID, after: after, limit: 2, client: "streamer"))
