@@ -176,6 +176,15 @@ extension EndToEnd {
             }
         }
 
+        /// A daemon whose history is five transactions: the import, then a Delete of one quake in
+        /// each of four; with its store's id.
+        func startDaemonWithFiveTransactions(in dir: URL) async throws -> (DaemonHarness, String) {
+            let daemon = try await startDaemon(in: dir)
+            let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
+            for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
+            return (daemon, try await daemon.getStatus().storeId)
+        }
+
         /// FetchHistory's pages after `after`, two transactions each, asked one call at a time.
         static func pages(_ daemon: DaemonHarness, _ storeID: String, after: Int) async throws
             -> [IOQuaked.FetchHistory.Reply]
@@ -193,10 +202,7 @@ extension EndToEnd {
         @Test("FetchHistory after every token returns exactly the later transactions; bad tokens and stores are errors")
         func fetchHistory() async throws {
             try await withTemporaryDirectory { dir in
-                let daemon = try await startDaemon(in: dir)
-                let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-                for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
-                let storeID = try await daemon.getStatus().storeId
+                let (daemon, storeID) = try await startDaemonWithFiveTransactions(in: dir)
                 for after in 0...5 {
                     let tokens = try await Self.pages(daemon, storeID, after: after).flatMap { $0.transactions.map(\.token) }
                     #expect(tokens == Array(stride(from: after + 1, through: 5, by: 1)))
@@ -219,10 +225,7 @@ extension EndToEnd {
         @Test("FetchHistory called with more streams the pages, each with continues but the last: the same pages as asked one by one")
         func fetchHistoryStreamed() async throws {
             try await withTemporaryDirectory { dir in
-                let daemon = try await startDaemon(in: dir)
-                let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
-                for id in ids.prefix(4) { _ = try await daemon.call(IOQuaked.Delete.self, .init(ids: [id])) }
-                let storeID = try await daemon.getStatus().storeId
+                let (daemon, storeID) = try await startDaemonWithFiveTransactions(in: dir)
                 let client = try UnixSocketClient(path: daemon.socketPath)
                 for after in 0...5 {
                     // Asked one page at a time...
