@@ -32,7 +32,6 @@ import Testing
                                        "nextAfter": min(after + 1, head)}}
             if method == "io.quaked.Acknowledge":
                 return {"parameters": {}}
-            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("watch against a quaked that answers FetchHistory with more once: it asks again after each page, every change printed once")

@@ -232,7 +232,6 @@ import Testing
             method = call.get("method")
             if method == "io.quaked.Get":
                 return {"parameters": {"quake": quake}}
-            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("show against a quaked without GetReports: the quake, no table, no reports in --json")

@@ -125,9 +125,9 @@ func startQuakectl(_ arguments: [String], environment: [String: String] = [:]) t
 
 /// Starts a stand-in quaked in Python, serving Varlink on a Unix socket in `dir`: `answers` is
 /// Python that defines `answer(call)`, which takes each call (its JSON as a dict) and returns its
-/// reply as a dict; the framing, the socket and a thread per connection are the same for every
-/// stand-in (`pythonQuakedServer`). Returns the process (stop it with SIGTERM), once it listens,
-/// and the socket's path.
+/// reply as a dict, or None for MethodNotFound; the framing, the socket and a thread per
+/// connection are the same for every stand-in (`pythonQuakedServer`). Returns the process (stop
+/// it with SIGTERM), once it listens, and the socket's path.
 func startPythonQuaked(_ answers: String, named name: String, in dir: URL) async throws -> (
     server: ChildProcess, socket: String
 ) {
@@ -158,7 +158,10 @@ private let pythonQuakedServer = #"""
             buffer += data
             while b"\0" in buffer:
                 message, buffer = buffer.split(b"\0", 1)
-                connection.sendall(_json.dumps(answer(_json.loads(message))).encode() + b"\0")
+                call = _json.loads(message)
+                reply = answer(call) or {"error": "org.varlink.service.MethodNotFound",
+                                         "parameters": {"method": call.get("method")}}
+                connection.sendall(_json.dumps(reply).encode() + b"\0")
         connection.close()
     _server = _socket.socket(_socket.AF_UNIX)
     _server.bind(_sys.argv[1])

@@ -32,7 +32,6 @@ import Testing
             if method == "io.quaked.Get":
                 return {"error": "io.quaked.NoSuchQuake",
                         "parameters": {"id": call["parameters"]["id"], "suggestions": ["new1"], "why": odd}}
-            return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
         """#
 
     @Test("status, show and an error reply from a quaked whose replies carry fields quakectl does not know")
