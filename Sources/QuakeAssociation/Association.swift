@@ -269,3 +269,43 @@ public enum EventChange: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension AssociationConfiguration {
+    /// A canonical digest of everything the grouping and the preferences depend on (the windows,
+    /// the source order, the regional preferences with their regions): equal configurations give
+    /// equal fingerprints, and a store keeps the one its events were grouped under, so that it
+    /// knows when another configuration must regroup it whole. FNV-1a (64 bits) of a canonical
+    /// text, with that text's length: `v1:` then hexadecimal digits.
+    public var fingerprint: String {
+        var text = "time=\(associateTimeMilliseconds);distance=\(associateDistanceKm);sources="
+        for source in sourceOrder { text += "\(source.utf8.count):\(source)," }
+        for preference in regionalPreferences {
+            text += ";prefer="
+            for agency in preference.agencies { text += "\(agency.utf8.count):\(agency)," }
+            switch preference.region {
+            case .circle(let lat, let lon, let radiusKm): text += "circle(\(lat),\(lon),\(radiusKm))"
+            case .box(let minLat, let maxLat, let minLon, let maxLon):
+                text += "box(\(minLat),\(maxLat),\(minLon),\(maxLon))"
+            case .polygon(let region):
+                text += "polygon("
+                for polygon in region.polygons {
+                    text += "("
+                    for ring in polygon {
+                        text += "("
+                        for point in ring { text += "\(point.lat) \(point.lon)," }
+                        text += ")"
+                    }
+                    text += ")"
+                }
+                text += ")"
+            }
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        return "v1:" + String(repeating: "0", count: 16 - digits.count) + digits + ":\(text.utf8.count)"
+    }
+}

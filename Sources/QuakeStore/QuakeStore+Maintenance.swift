@@ -76,7 +76,7 @@ extension QuakeStore {
                 if associated { try Self.removeEvent(db, id: tombstone.id, tombstonesAt: nil) }
             }
             if associated && !tombstones.isEmpty {
-                // The associator in memory no longer holds: rebuilt by the next import.
+                // The association's tables changed (whole events went: no other grouping changes).
                 try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
             }
             // Upstream deletions of expired events: the import skips those events anyway.
