@@ -87,19 +87,10 @@ import QuakeModel
 /// preferences changed), restore regroups everything as a recompute does, mapping the stored
 /// events onto the groups by overlap, and returns those changes for the store to apply.
 ///
-/// **Part of a store.** Since a change regroups only its connected component, an associator
-/// restored from whole components of a store (every report joined to one of them by an id link
-/// or a candidate pair is in the snapshot, with its event) applies items whose reports and keys
-/// are in those components exactly as one holding everything would, given `isIDTaken`: the
-/// events outside the part are not regrouped, and only their ids matter (a new event does not
-/// take one). A component cut in two would regroup differently (restore checks the stored
-/// grouping by recomputing it).
-///
 /// **Rollback.** `Associator` is a value: its storage is arrays, dictionaries and sets of
 /// values, no class references, so a copy is independent of the original (copy-on-write), and
 /// `let saved = associator; ...apply...; associator = saved` undoes a batch exactly, the
-/// creation numbering included. (The store needs none of it: it restores the part an import
-/// touches from its tables, in the import's transaction, and drops it at commit or rollback.)
+/// creation numbering included. The store keeps the old value until its transaction commits.
 public struct Associator: Sendable {
     public let configuration: AssociationConfiguration
 
@@ -126,23 +117,8 @@ public struct Associator: Sendable {
     /// How many reports the last `apply` regrouped: the neighbourhood of its changes.
     public private(set) var lastRegroupedCount = 0
 
-    /// Whether an event this associator does not hold has `id`: an associator restored from a
-    /// part of a store (whole connected components, see **Part of a store**) asks the store,
-    /// so that a new event never takes the id of an event outside the part. Asked only for ids
-    /// no event of the associator has. An associator holding everything answers `false`.
-    public var isIDTaken: @Sendable (String) -> Bool = { _ in false }
-
-    public init(
-        configuration: AssociationConfiguration = AssociationConfiguration(),
-        isIDTaken: @escaping @Sendable (String) -> Bool = { _ in false }
-    ) {
+    public init(configuration: AssociationConfiguration = AssociationConfiguration()) {
         self.configuration = configuration
-        self.isIDTaken = isIDTaken
-    }
-
-    /// Whether an event has `id`: one of this associator's, or one outside its part (`isIDTaken`).
-    public func hasEvent(_ id: String) -> Bool {
-        records[id] != nil || isIDTaken(id)
     }
 
     /// The current events, by id.
@@ -496,9 +472,7 @@ public struct Associator: Sendable {
                 id = kept
             } else {
                 // The founding report's own id; its key, then #2, #3... when that is taken.
-                func free(_ id: String) -> Bool {
-                    records[id] == nil && !taken.contains(id) && !reserved.contains(id) && !isIDTaken(id)
-                }
+                func free(_ id: String) -> Bool { records[id] == nil && !taken.contains(id) && !reserved.contains(id) }
                 id = preferred.id
                 if id.isEmpty || !free(id) {
                     let base = ReportKey(preferred).description
@@ -634,16 +608,10 @@ extension Associator {
     /// events stays with the first by id (a second event with an id already seen is dropped
     /// and its members count as in no event); a report in no event is regrouped; a tombstone
     /// for a key with a current report is dropped.
-    ///
-    /// `isIDTaken` (see the property): for a snapshot of part of a store, whether an event
-    /// outside the part has an id.
-    public static func restore(
-        _ snapshot: AssociationSnapshot, configuration: AssociationConfiguration,
-        isIDTaken: @escaping @Sendable (String) -> Bool = { _ in false }
-    )
+    public static func restore(_ snapshot: AssociationSnapshot, configuration: AssociationConfiguration)
         -> (associator: Associator, changes: [EventChange])
     {
-        var associator = Associator(configuration: configuration, isIDTaken: isIDTaken)
+        var associator = Associator(configuration: configuration)
         let changes = associator.load(snapshot)
         return (associator, changes)
     }

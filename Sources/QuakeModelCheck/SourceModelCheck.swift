@@ -13,7 +13,7 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     /// One run of source `source`: its items, in this order, in one `importSource`.
     case importRun(source: String, items: [SourceItem])
     /// "kill -9": the store value is dropped without closing and a new one opened on the same
-    /// file (whatever a store value held in memory is lost).
+    /// file, so the associator kept in memory is lost and the next import restores it.
     case restart
     /// An event-retention pass (`applyRetention`) expiring quakes whose time is before this.
     case expire(before: Int64)
@@ -21,7 +21,7 @@ public enum SourceStep: Hashable, Sendable, CustomStringConvertible {
     /// import regroups the stored reports under it (`Associator.restore`) and publishes that.
     case reconfigure(sources: [String], seconds: Int64, km: Double)
     /// Another store value on the same file becomes the writer (the first time, a new one); the
-    /// one that was writing stays open, whatever it held in memory now behind the tables, and
+    /// one that was writing stays open, its associator in memory now behind the tables, and
     /// becomes the writer again at the next switch (another process writing in between).
     case switchWriter
     /// `quakectl delete` of these ids (events or not): each event goes with its reports, which
@@ -91,8 +91,6 @@ public struct SourceCase: Hashable, Sendable {
     public var steps: [SourceStep]
     /// Seeds the shuffles of the order-independence check.
     public var shuffleSeed: UInt64
-    /// The store is closed and opened again before every step (``SourceShape/reopenEveryStep``).
-    public var reopenEveryStep = false
 
     public var configuration: AssociationConfiguration { AssociationConfiguration(sourceOrder: sources) }
 }
@@ -111,21 +109,13 @@ public struct SourceShape: Sendable {
     /// Push cases (PushModelCheck): one source is EMSC's push kind (`emsc`), whose reports come
     /// as pushed messages and catch-up answers, between the other sources' polls.
     public var push = false
-    /// The store value (and the second writer's, when there is one) is closed and the file
-    /// opened again before every step: nothing a step does may depend on what a store value
-    /// held in memory from the steps before.
-    public var reopenEveryStep = false
 
-    public init(
-        steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = true, push: Bool = false,
-        reopenEveryStep: Bool = false
-    ) {
+    public init(steps: Int = 18, quakes: Int = 4, runSize: Int = 5, expiry: Bool = true, push: Bool = false) {
         self.steps = steps
         self.quakes = quakes
         self.runSize = runSize
         self.expiry = expiry
         self.push = push
-        self.reopenEveryStep = reopenEveryStep
     }
 }
 
@@ -301,16 +291,11 @@ public enum SourceModelCheck {
 
     /// The case of a case seed (the same seed, the same case).
     public static func makeCase(seed: UInt64, shape: SourceShape = SourceShape()) -> SourceCase {
-        if shape.push {
-            var sourceCase = PushModelCheck.makeCase(seed: seed, shape: shape)
-            sourceCase.reopenEveryStep = shape.reopenEveryStep
-            return sourceCase
-        }
+        if shape.push { return PushModelCheck.makeCase(seed: seed, shape: shape) }
         var r = SeededRandom(seed: seed)
         var generator = Generator(shape: shape, random: &r)
         let steps = (0..<shape.steps).map { _ in generator.makeStep(&r) }
-        return SourceCase(
-            sources: generator.sources, steps: steps, shuffleSeed: r.next(), reopenEveryStep: shape.reopenEveryStep)
+        return SourceCase(sources: generator.sources, steps: steps, shuffleSeed: r.next())
     }
 
     struct TrueQuake {
@@ -561,14 +546,6 @@ public enum SourceModelCheck {
             var newest: [ReportKey: (updated: Int64?, copies: [SourceReport])] = [:]
             for (index, step) in steps.enumerated() {
                 do {
-                    if sourceCase.reopenEveryStep && index > 0 {
-                        try store.close()
-                        store = try QuakeStore(directory: dir)
-                        if let open = other {
-                            try open.close()
-                            other = try QuakeStore(directory: dir)
-                        }
-                    }
                     let headBefore = try store.head()
                     // The source import the step makes: its source, its items, the position it
                     // writes (nil: kept), and whether its reports were delivered by a push source.

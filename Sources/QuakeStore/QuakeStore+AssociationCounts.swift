@@ -52,7 +52,7 @@ extension QuakeStore {
 
 extension Database {
     /// Counts what one source import's items did to the grouping, in the import's transaction:
-    /// called by ``associateSourceItems(_:batches:position:query:association:now:expireBefore:state:recorder:usgsSupersededBy:)``
+    /// called by ``associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``
     /// after the associator applied the items (`changes`, `associator` as they are after them) and
     /// before the import writes the reports, so that the `reports` table still holds each report's
     /// event before the items.

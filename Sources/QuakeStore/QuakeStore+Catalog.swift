@@ -149,14 +149,14 @@ extension QuakeStore {
     /// transaction (author `backfill`, source the query URL), and in the same SQLite transaction
     /// moves the job's cursor to `windowEnd` and adds the window to its counts. The source's
     /// incremental position and its last run (``SourceState``) are left as they were: a backfill
-    /// is not a run. A failure leaves store and job untouched.
+    /// is not a run. A failure leaves store, job and associator untouched.
     public func importSourceBackfillWindow(
         job id: Int64, windowEnd: Int64, span: Int64, source name: String, items: [SourceItem], query: String,
         association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
     ) async throws -> SourceImportReport {
-        let state = sourceImportState
+        let cache = associatorCache
         let commitSignal = commitSignal
-        return try await pool.write { db in
+        return try await writeAssociating { db in
             let run = try Row.fetchOne(
                 db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
                 arguments: [name])
@@ -164,7 +164,7 @@ extension QuakeStore {
                 db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
             let report = try db.associateSourceItems(
                 name, batches: [items], position: nil, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), state: state, recorder: &recorder)
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
             // The source's last run stays the last run's (NULL when it has not run yet).
             try db.execute(
                 sql: "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",

@@ -76,7 +76,7 @@ extension QuakeStore {
                 if associated { try Self.removeEvent(db, id: tombstone.id, tombstonesAt: nil) }
             }
             if associated && !tombstones.isEmpty {
-                // The association's tables changed (whole events went: no other grouping changes).
+                // The associator in memory no longer holds: rebuilt by the next import.
                 try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
             }
             // Upstream deletions of expired events: the import skips those events anyway.

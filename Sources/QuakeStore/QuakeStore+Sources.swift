@@ -75,41 +75,61 @@ public struct SourceState: Sendable, Hashable {
     }
 }
 
-/// What source imports keep beside the tables, shared by every copy of one ``QuakeStore`` value:
-/// nothing the association depends on (each import restores the part of the association its
-/// items touch from the tables, in its own transaction, and drops it at commit or rollback; see
-/// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:state:recorder:usgsSupersededBy:)``),
-/// only the configuration the last committed import ran under (for a USGS feed import given
-/// none), a figure for tests and a test hook.
-final class SourceImportState: Sendable {
-    private struct State {
-        var configuration: AssociationConfiguration?
-        var failBeforeCommit = false
-        var loadedReports = 0
-        var restoredWhole = false
+/// The store's associator, kept in memory between source imports, shared by every copy of one
+/// ``QuakeStore`` value.
+///
+/// The entry is valid only for the configuration it was built with and for the tables as the
+/// import that built it left them: the `associationState` table's generation, which every source
+/// import counts up, says whether another store value or process has written since.
+///
+/// An import takes the entry out (``take()``), so that the associator is the import's alone and
+/// changes in place (kept in the cache as well, its first change would copy all of it). The new
+/// entry is kept when the transaction commits, before the writer's next transaction; when it
+/// rolls back, the associator is restored from the tables as the rollback left them
+/// (``QuakeStore/restoreAssociatorAfterRollback()``, by the caller of the write once it has
+/// failed: SQLite refuses reads in the rollback's callback), so a failed import leaves one equal
+/// to the old. Until then, or when the restore finds changes to publish, the cache is empty and
+/// the next import restores.
+final class AssociatorCache: Sendable {
+    struct Entry: Sendable {
+        var configuration: AssociationConfiguration
+        var generation: Int64
+        var associator: Associator
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = NIOLockedValueBox<(entry: Entry?, failBeforeCommit: Bool, restore: AssociationConfiguration?)>(
+        (nil, false, nil))
 
-    /// The association settings of the last import that committed (none since the store value
-    /// was made: nil).
-    var lastConfiguration: AssociationConfiguration? {
-        get { state.withLockedValue { $0.configuration } }
-        set { state.withLockedValue { $0.configuration = newValue } }
+    var entry: Entry? {
+        state.withLockedValue { $0.entry }
     }
 
-    /// How many reports the last source import restored into its associator: the connected
-    /// components its items touch, or every report when it regrouped the whole store
-    /// (``lastRestoredWhole``).
-    var lastLoadedReports: Int { state.withLockedValue { $0.loadedReports } }
-    /// Whether the last source import restored the whole store (another configuration, or
-    /// entering association mode).
-    var lastRestoredWhole: Bool { state.withLockedValue { $0.restoredWhole } }
+    /// Takes the entry out, leaving none.
+    func take() -> Entry? {
+        state.withLockedValue { state in
+            defer { state.entry = nil }
+            return state.entry
+        }
+    }
 
-    func recordLoaded(_ reports: Int, whole: Bool) {
-        state.withLockedValue {
-            $0.loadedReports = reports
-            $0.restoredWhole = whole
+    /// A rolled-back import took the entry: ``QuakeStore/restoreAssociatorAfterRollback()`` restores
+    /// it from the tables with `configuration`.
+    func requestRestore(_ configuration: AssociationConfiguration) {
+        state.withLockedValue { $0.restore = configuration }
+    }
+
+    func takeRestoreRequest() -> AssociationConfiguration? {
+        state.withLockedValue { state in
+            defer { state.restore = nil }
+            return state.restore
+        }
+    }
+
+    /// Keeps `entry` unless a newer generation is already kept (two imports finishing out of order).
+    func store(_ entry: Entry) {
+        state.withLockedValue { state in
+            if let kept = state.entry, kept.generation > entry.generation { return }
+            state.entry = entry
         }
     }
 
@@ -128,7 +148,7 @@ final class SourceImportState: Sendable {
     }
 }
 
-/// The error the test hook ``SourceImportState/failNextImportBeforeCommit`` throws.
+/// The error the test hook ``AssociatorCache/failNextImportBeforeCommit`` throws.
 struct InjectedSourceImportFailure: Error {}
 
 extension QuakeStore {
@@ -152,14 +172,12 @@ extension QuakeStore {
     /// nil), the attempt and success times and `query`, the error cleared. Retraction tombstones
     /// older than ``reportTombstoneRetention`` are purged.
     ///
-    /// The association is not kept in memory between imports: each restores from the tables the
-    /// connected components its items touch (see ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:state:recorder:usgsSupersededBy:)``),
-    /// applies the items to them, writes, and drops them. When `association` is not the
-    /// configuration the store's events were grouped under (its fingerprint is kept in
-    /// `associationState`), the import first regroups the whole store (holding all of it in
-    /// memory, that once) and applies and publishes the changes in this transaction. When the
-    /// transaction fails, the tables and the quake rows are left as they were, and the error
-    /// (SQLite's) is thrown; the caller records it with ``recordSourceFailure(_:error:now:)``.
+    /// The associator is kept in memory between imports. It is rebuilt from the tables (and the
+    /// changes the rebuild finds are applied and published in this transaction) when `association`
+    /// differs from the one it was built with, on the first import after the store was opened,
+    /// and when another writer imported since. When the transaction fails, the tables, the quake
+    /// rows and the associator in memory are all left as they were, and the error (SQLite's) is
+    /// thrown; the caller records it with ``recordSourceFailure(_:error:now:)``.
     ///
     /// The first source import enters association mode (QuakeStore+UsgsSource.swift): the USGS
     /// feed's rows stored until then become reports of source `usgs`, each its own event under its
@@ -171,15 +189,48 @@ extension QuakeStore {
         _ name: String, items: [SourceItem], position: Int64?, query: String?,
         association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
     ) async throws -> SourceImportReport {
-        let state = sourceImportState
+        let cache = associatorCache
         let commitSignal = commitSignal
-        return try await pool.write { db in
+        return try await writeAssociating { db in
             var recorder = try HistoryRecorder(
                 db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
             return try db.associateSourceItems(
                 name, batches: [items], position: position, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), state: state, recorder: &recorder)
+                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
         }
+    }
+
+    /// A write that associates (``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``):
+    /// when it fails, the associator its rolled-back transaction took is restored
+    /// (``restoreAssociatorAfterRollback()``) before the error is thrown on.
+    func writeAssociating<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(updates)
+        } catch {
+            restoreAssociatorAfterRollback()
+            throw error
+        }
+    }
+
+    /// After a write that failed: when its transaction rolled back a source import's associator
+    /// (taken out of the cache), restores the associator from the tables as the rollback left
+    /// them, unless the restore finds changes to publish (then the next import restores and
+    /// publishes them). Another import may have committed since: the cache keeps the newer one.
+    func restoreAssociatorAfterRollback() {
+        guard let configuration = associatorCache.takeRestoreRequest() else { return }
+        guard
+            let (generation, snapshot) = try? pool.read({ db in
+                (
+                    try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!,
+                    try Self.associationSnapshot(db)
+                )
+            })
+        else { return }
+        let restored = Associator.restore(snapshot, configuration: configuration)
+        guard restored.changes.isEmpty else { return }
+        associatorCache.store(
+            AssociatorCache.Entry(configuration: configuration, generation: generation, associator: restored.associator)
+        )
     }
 
     /// Keeps a failed run's error for status (lastAttempt, lastError); the position stays.
@@ -373,10 +424,8 @@ extension QuakeStore {
         """
 
     static func sourceReport(from row: Row) -> SourceReport {
-        let text: String? = row[14]
         let links: [String] =
-            text == "[]" || text == nil
-            ? [] : text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+            (row[14] as String?).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
         return SourceReport(
             source: row[0], id: row[1], agency: row[2], time: row[3], latitude: row[4], longitude: row[5],
             depth: row[6], magnitude: row[7], magnitudeType: row[8], place: row[9], eventType: row[10],
@@ -414,114 +463,6 @@ extension QuakeStore {
         let lastCreated = try Int64.fetchOne(db, sql: "SELECT lastCreated FROM associationState") ?? 0
         return AssociationSnapshot(
             reports: reports, events: events, tombstones: tombstones, lastCreated: UInt64(max(0, lastCreated)))
-    }
-
-    /// The part of what the tables hold that `items` touch, as the Associator restores it: whole
-    /// connected components of the candidate graph (see `Associator`), so that applying the items
-    /// to it changes what applying them to the whole store would.
-    ///
-    /// From each item: the stored report with its key, and (a report item) the new report. From
-    /// each report so found, the stored reports joined to it by an edge: those of other sources
-    /// within both windows (read from `reports` by time, `reports_time`), those with its id (any
-    /// source, `reports_id`), those whose links name its id (`reportLinks`, by `link`) and those
-    /// its links name; and every member of the events of the reports read. Then the same for each
-    /// report read, until nothing new comes. The snapshot has those reports, their events, the
-    /// items' tombstones and `lastCreated`.
-    static func associationPart(_ db: Database, items: [SourceItem], configuration: AssociationConfiguration)
-        throws -> AssociationSnapshot
-    {
-        let columns = "\(reportColumns), r.event"
-        let byKey = try db.cachedStatement(sql: "SELECT \(columns) FROM reports r WHERE r.source = ? AND r.id = ?")
-        let byTime = try db.cachedStatement(sql: "SELECT \(columns) FROM reports r WHERE r.time BETWEEN ? AND ?")
-        let byID = try db.cachedStatement(sql: "SELECT \(columns) FROM reports r WHERE r.id = ?")
-        let linking = try db.cachedStatement(
-            sql: "SELECT \(columns) FROM reportLinks l JOIN reports r ON r.source = l.source AND r.id = l.id WHERE l.link = ?"
-        )
-        let byEvent = try db.cachedStatement(sql: "SELECT \(columns) FROM reports r WHERE r.event = ?")
-        let window = configuration.associateTimeMilliseconds
-
-        var loaded: [ReportKey: (report: SourceReport, event: String)] = [:]
-        var pending: [SourceReport] = []
-        var events = Set<String>()
-        var pendingEvents: [String] = []
-        // Adds the rows not read yet that `accept` takes (given the row's report).
-        func add(
-            _ statement: Statement, _ arguments: StatementArguments, otherThan source: String? = nil,
-            accept: (SourceReport) -> Bool = { _ in true }
-        ) throws {
-            let rows = try Row.fetchCursor(statement, arguments: arguments)
-            while let row = try rows.next() {
-                let key = ReportKey(source: row[0], id: row[1])
-                guard key.source != source, loaded[key] == nil else { continue }
-                let report = sourceReport(from: row)
-                guard accept(report) else { continue }
-                let event: String = row[15]
-                loaded[key] = (report, event)
-                pending.append(report)
-                if events.insert(event).inserted { pendingEvents.append(event) }
-            }
-        }
-        // The stored reports joined to `report` by an edge of the candidate graph.
-        func expand(_ report: SourceReport) throws {
-            let (low, high) = report.time.subtractingReportingOverflow(window)
-            let (top, over) = report.time.addingReportingOverflow(window)
-            try add(byTime, [high ? Int64.min : low, over ? Int64.max : top], otherThan: report.source) {
-                configuration.match(report, $0).within
-            }
-            if !report.id.isEmpty {
-                try add(byID, [report.id])
-                try add(linking, [report.id])
-            }
-            for link in Set(report.links) where !link.isEmpty && link != report.id {
-                try add(byID, [link])
-            }
-        }
-
-        var tombstones: [AssociationSnapshot.Tombstone] = []
-        var seeds = Set<ReportKey>()
-        for item in items {
-            let key = ReportKey(item)
-            if seeds.insert(key).inserted {
-                try add(byKey, [key.source, key.id])
-                if let updated = try Int64.fetchOne(
-                    db.cachedStatement(sql: "SELECT updated FROM reportTombstones WHERE source = ? AND id = ?"),
-                    arguments: [key.source, key.id])
-                {
-                    tombstones.append(AssociationSnapshot.Tombstone(key: key, updated: updated))
-                }
-            }
-            if case .report(let report) = item { try expand(report) }
-        }
-        while true {
-            if let report = pending.popLast() {
-                try expand(report)
-            } else if let event = pendingEvents.popLast() {
-                try add(byEvent, [event])
-            } else {
-                break
-            }
-        }
-
-        var members: [String: [ReportKey]] = [:]
-        for (key, entry) in loaded { members[entry.event, default: []].append(key) }
-        let selectEvent = try db.cachedStatement(
-            sql: "SELECT created, preferredSource, preferredId FROM sourceEvents WHERE id = ?")
-        var stored: [AssociationSnapshot.StoredEvent] = []
-        for id in events.sorted() {
-            guard let row = try Row.fetchOne(selectEvent, arguments: [id]) else { continue }
-            let created: Int64 = row[0]
-            let preferred: ReportKey? =
-                if let source = row[1] as String?, let preferredID = row[2] as String? {
-                    ReportKey(source: source, id: preferredID)
-                } else { nil }
-            stored.append(
-                AssociationSnapshot.StoredEvent(
-                    id: id, members: members[id] ?? [], created: UInt64(max(0, created)), preferred: preferred))
-        }
-        let lastCreated = try Int64.fetchOne(db, sql: "SELECT lastCreated FROM associationState") ?? 0
-        return AssociationSnapshot(
-            reports: loaded.keys.sorted().map { loaded[$0]!.report }, events: stored,
-            tombstones: tombstones.sorted { $0.key < $1.key }, lastCreated: UInt64(max(0, lastCreated)))
     }
 
     /// An event row's `agency` (the preferred report's) and `contributors` (every member, the
@@ -595,18 +536,11 @@ extension Database {
     /// the usgs report that superseded it: an event deleted because it lost that report is
     /// published as superseded by the event now holding the winner.
     ///
-    /// The association is restored for this transaction only: from the items' keys, the
-    /// connected components of the candidate graph they touch
-    /// (``QuakeStore/associationPart(_:items:configuration:)``), with an `isIDTaken` answered
-    /// from `sourceEvents` for the events outside them; it is dropped when the transaction ends,
-    /// so a rollback (SQLite's) leaves nothing behind. When `association` is not the
-    /// configuration the events were grouped under (the fingerprint in `associationState`,
-    /// NULL in a store the import never associated under one), or when the store enters
-    /// association mode, the whole store is restored instead, that once: its changes are
-    /// published and the new fingerprint kept.
+    /// The associator is kept in `cache` once the transaction commits; on a rollback the cache
+    /// asks for a restore (``QuakeStore/restoreAssociatorAfterRollback()``, the caller's).
     func associateSourceItems(
         _ name: String, batches: [[SourceItem]], position: Int64?, query: String?,
-        association: AssociationConfiguration, now: Date, expireBefore: Int64?, state: SourceImportState,
+        association: AssociationConfiguration, now: Date, expireBefore: Int64?, cache: AssociatorCache,
         recorder: inout HistoryRecorder, usgsSupersededBy: [String: String] = [:]
     ) throws -> SourceImportReport {
         let db = self
@@ -614,8 +548,26 @@ extension Database {
         importer.usgsSupersededBy = usgsSupersededBy
         let nowMilliseconds = QuakeStore.milliseconds(now)
         let bootstrapped = try QuakeStore.enterAssociationMode(db)
+        // The associator is taken out of the cache below: a rollback asks for it back.
+        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in cache.requestRestore(association) })
 
-        // The items, less those before the retention horizon.
+        // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
+        let generation = try Int64.fetchOne(db.cachedStatement(sql: "SELECT generation FROM associationState"))!
+        var associator: Associator
+        if let kept = cache.take(), kept.generation == generation, kept.configuration == association {
+            associator = kept.associator
+        } else {
+            let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
+            associator = restored.associator
+            try importer.publish(restored.changes, associator: associator, recorder: &recorder)
+        }
+        if bootstrapped {
+            // The USGS rows are events now: each gains its agency and contributors, an update
+            // clients follow like any other (once, on entering association mode).
+            try importer.republishAll(associator: associator, recorder: &recorder)
+        }
+
+        // The items, counted against the reports as they were before them.
         var report = SourceImportReport(items: batches.reduce(0) { $0 + $1.count })
         var batches = batches
         if let expireBefore {
@@ -629,37 +581,6 @@ extension Database {
             }
         }
         let items = batches.flatMap { $0 }
-
-        // The associator: the part of the store the items touch, or all of it under another
-        // configuration.
-        let fingerprint = association.fingerprint
-        let stored = try String.fetchOne(db.cachedStatement(sql: "SELECT configuration FROM associationState"))
-        var associator: Associator
-        let outside: StoredEventIDs
-        if bootstrapped || stored != fingerprint {
-            outside = StoredEventIDs(db: db, part: nil)
-            let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
-            associator = restored.associator
-            state.recordLoaded(associator.reportCount, whole: true)
-            try importer.publish(restored.changes, associator: associator, recorder: &recorder)
-            try db.cachedStatement(sql: "UPDATE associationState SET configuration = ?").execute(arguments: [fingerprint])
-        } else {
-            let part = try QuakeStore.associationPart(db, items: items, configuration: association)
-            outside = StoredEventIDs(db: db, part: Set(part.events.map(\.id)))
-            let restored = Associator.restore(part, configuration: association, isIDTaken: { outside.isTaken($0) })
-            associator = restored.associator
-            state.recordLoaded(part.reports.count, whole: false)
-            // Empty unless the tables disagree with the rules (then repaired here, as a whole restore would).
-            try importer.publish(restored.changes, associator: associator, recorder: &recorder)
-        }
-        try outside.check()
-        if bootstrapped {
-            // The USGS rows are events now: each gains its agency and contributors, an update
-            // clients follow like any other (once, on entering association mode).
-            try importer.republishAll(associator: associator, recorder: &recorder)
-        }
-
-        // The items, counted against the reports as they were before them.
         var keys: [ReportKey] = []
         var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
         for item in items {
@@ -683,7 +604,6 @@ extension Database {
         for batch in batches where !batch.isEmpty {
             changes += associator.apply(batch)
         }
-        try outside.check()
         try db.countAssociationChanges(changes, associator: associator)
         for key in keys {
             let kept = before[key]
@@ -691,7 +611,7 @@ extension Database {
                 key, report: associator.report(key), event: associator.event(containing: key)?.id,
                 tombstone: associator.tombstone(key), isNew: kept?.report == nil && kept?.tombstone == nil)
         }
-        // Rows the restore (or entering association mode) wrote show the reports before the
+        // Rows the rebuild (or entering association mode) wrote show the reports before the
         // items: they count as written no more, so that the republishing below writes them again
         // when a revised member or a namesake changed them.
         importer.forgetPublished()
@@ -703,7 +623,6 @@ extension Database {
             of: keys.filter { before[$0]?.report != associator.report($0) }, associator: associator,
             recorder: &recorder)
         try importer.republishNamesakes(associator: associator, recorder: &recorder)
-        try outside.check()
 
         // Retractions are remembered for the retention horizon.
         let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
@@ -731,50 +650,12 @@ extension Database {
         report.updated = committed.updated
         report.deleted = committed.deleted
         report.superseded = committed.superseded
-        db.afterNextTransaction(onCommit: { _ in state.lastConfiguration = association })
-        if state.takeFailure() { throw InjectedSourceImportFailure() }
+        // Committed, the associator is the tables' (kept before the writer's next transaction).
+        let entry = AssociatorCache.Entry(
+            configuration: association, generation: generation + 1, associator: associator)
+        db.afterNextTransaction(onCommit: { _ in cache.store(entry) })
+        if cache.takeFailure() { throw InjectedSourceImportFailure() }
         return report
-    }
-}
-
-/// Whether an event outside an import's part of the association has an id (``Associator/isIDTaken``),
-/// asked of `sourceEvents` in the import's transaction: every stored event not in the part.
-/// The part's own events are the associator's to answer (it asks only for ids none of its
-/// events has). An answer is kept for the transaction: the events outside the part do not change
-/// in it. A failed query answers "taken" and is thrown by ``check()``, which the import calls
-/// after each step that may ask.
-final class StoredEventIDs: @unchecked Sendable {
-    // Used only on the transaction's thread, while the import runs.
-    private let db: Database
-    private let part: Set<String>?
-    private var answers: [String: Bool] = [:]
-    private var error: (any Error)?
-
-    /// `part`: the ids of the events the associator was restored with; nil when it holds the
-    /// whole store (then nothing is outside).
-    init(db: Database, part: Set<String>?) {
-        self.db = db
-        self.part = part
-    }
-
-    func isTaken(_ id: String) -> Bool {
-        guard let part, !part.contains(id) else { return false }
-        if let answer = answers[id] { return answer }
-        do {
-            let answer =
-                try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sourceEvents WHERE id = ?)"), arguments: [id])
-                ?? false
-            answers[id] = answer
-            return answer
-        } catch {
-            self.error = self.error ?? error
-            return true
-        }
-    }
-
-    func check() throws {
-        if let error { throw error }
     }
 }
 
@@ -790,7 +671,7 @@ struct SourceImport {
     private var published: Set<String> = []
     private var changedIDs: Set<String> = []
     /// Usgs reports deleted as superseded, and the usgs report that superseded each (see
-    /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:state:recorder:usgsSupersededBy:)``).
+    /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
     var usgsSupersededBy: [String: String] = [:]
     /// The per-report and per-event statements, prepared once (cached by the connection) and
     /// driven through the SQLite C API (see ``RawStatement``).
@@ -870,8 +751,7 @@ struct SourceImport {
                 if survivor == nil, let winner = usgsSupersededBy[id] {
                     // The usgs report that named this event was superseded by another usgs
                     // report: the event is that one's (as in plain mode).
-                    let key = ReportKey(source: QuakeStore.usgsSource, id: winner)
-                    survivor = try associator.event(containing: key)?.id ?? statements.event(of: key)
+                    survivor = associator.event(containing: ReportKey(source: QuakeStore.usgsSource, id: winner))?.id
                     if survivor == id { survivor = nil }
                 }
                 try statements.deleteEvent.run(id)
@@ -888,51 +768,19 @@ struct SourceImport {
     /// event this transaction created, updated or deleted: their `ids` leave out a member id while
     /// another event has it (``QuakeStore/feature(of:members:now:isOtherEvent:)``), so they change
     /// when such an event comes or goes.
-    ///
-    /// Such an event may be outside the associator's part of the store (a report's id is an id
-    /// link only to reports with that id or naming it, not to an event merely named so): the
-    /// holders are asked of the `reports` table (which this run has written by now), and one the
-    /// associator does not hold is read from the tables as they are (this run did not change it).
     mutating func republishNamesakes(associator: Associator, recorder: inout HistoryRecorder) throws {
         var holders = Set<String>()
-        for id in changedIDs.sorted() where !id.isEmpty {
-            holders.formUnion(try statements.events(holdingReportID: id))
+        for id in changedIDs.sorted() {
+            // The reports table names the associator's events (this run wrote them).
+            holders.formUnion(associator.events(holdingReportID: id))
             holders.remove(id)
         }
         for id in holders.subtracting(published).sorted() {
-            if let event = associator.event(id: id) {
-                try publish(
-                    event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
-                    recorder: &recorder)
-            } else if let (event, members) = try storedEvent(id, configuration: associator.configuration) {
-                try publish(event, members: members, associator: associator, recorder: &recorder)
-            }
+            guard let event = associator.event(id: id) else { continue }
+            try publish(
+                event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
+                recorder: &recorder)
         }
-    }
-
-    /// An event as the tables hold it, with its member reports (sorted by key); nil when none.
-    private func storedEvent(_ id: String, configuration: AssociationConfiguration) throws
-        -> (Event, [SourceReport])?
-    {
-        let members = try Row.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT \(QuakeStore.reportColumns) FROM reports r WHERE r.event = ? ORDER BY r.source, r.id"),
-            arguments: [id]
-        ).map(QuakeStore.sourceReport(from:))
-        guard !members.isEmpty,
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT created, preferredSource, preferredId FROM sourceEvents WHERE id = ?"),
-                arguments: [id])
-        else { return nil }
-        let source: String? = row[1]
-        let preferredID: String? = row[2]
-        let preferred =
-            members.first { $0.source == source && $0.id == preferredID } ?? configuration.preferred(members)
-        let created: Int64 = row[0]
-        return (
-            Event(id: id, reports: members.map(ReportKey.init), preferred: preferred, created: UInt64(max(0, created))),
-            members
-        )
     }
 
     /// Forgets which rows were written so far (the rebuild's, written before the items applied).
@@ -966,14 +814,14 @@ struct SourceImport {
         isCreated: Bool = false
     ) throws {
         published.insert(event.id)
-        var feature = QuakeStore.feature(of: event, members: members, now: now) { associator.hasEvent($0) }
+        var feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
         if let usgs = members.first(where: { $0.source == QuakeStore.usgsSource }),
             let row = try statements.usgsRow(usgs.id)
         {
             feature = QuakeStore.feature(
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
                 preferred: event.preferred.source == QuakeStore.usgsSource
-            ) { associator.hasEvent($0) }
+            ) { associator.event(id: $0) != nil }
         }
         (feature.agency, feature.contributors) = QuakeStore.contributorFields(
             preferred: event.preferred, members: members)
@@ -1035,8 +883,6 @@ struct SourceStatements {
     let deleteAliases: RawStatement
     let insertAlias: RawStatement
     private let selectUsgsRow: RawStatement
-    private let selectEventsHoldingID: RawStatement
-    private let selectReportEvent: RawStatement
 
     init(_ db: Database) throws {
         insertReport = try RawStatement(
@@ -1070,30 +916,6 @@ struct SourceStatements {
         deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
         insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
         selectUsgsRow = try RawStatement(db, sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?")
-        selectEventsHoldingID = try RawStatement(db, sql: "SELECT DISTINCT event FROM reports WHERE id = ?")
-        selectReportEvent = try RawStatement(db, sql: "SELECT event FROM reports WHERE source = ? AND id = ?")
-    }
-
-    /// The events holding a report whose id is `id` (any source), as the `reports` table says.
-    func events(holdingReportID id: String) throws -> Set<String> {
-        selectEventsHoldingID.reset()
-        selectEventsHoldingID.bind(1, id)
-        defer { selectEventsHoldingID.reset() }
-        var result = Set<String>()
-        while try selectEventsHoldingID.step() {
-            if let event = selectEventsHoldingID.string(0) { result.insert(event) }
-        }
-        return result
-    }
-
-    /// The event the `reports` table gives the report `key`, if it has one.
-    func event(of key: ReportKey) throws -> String? {
-        selectReportEvent.reset()
-        selectReportEvent.bind(1, key.source)
-        selectReportEvent.bind(2, key.id)
-        defer { selectReportEvent.reset() }
-        guard try selectReportEvent.step() else { return nil }
-        return selectReportEvent.string(0)
     }
 
     /// The quake row stored under `id`, if any (``QuakeStore/fetchQuake(_:id:)``).

@@ -351,7 +351,6 @@ enum StoreSchema {
             // One row: the associator's last creation number, and a generation counted up by every
             // source import, so that a process holding an associator in memory knows whether the
             // tables are still what it was built from.
-            // (Since v17 no process holds one: the generation only counts the writes.)
             try db.execute(
                 sql: """
                     CREATE TABLE associationState (
@@ -491,45 +490,6 @@ enum StoreSchema {
             // this index SQLite probed historyChanges once per deferred token (one a transaction
             // that inserted, kept until history's purge) for every changed quake.
             try db.execute(sql: "CREATE INDEX historyChanges_quakeId ON historyChanges (quakeId, token)")
-        }
-        migrator.registerMigration("v17-report-links") { db in
-            // A source import restores only the part of the association its items touch
-            // (QuakeStore+Sources.swift, `Database.associationPart`): the reports whose links name
-            // a report's id are found by this index instead of by reading every report's `links`.
-            // One row a link that joins (not empty, not the report's own id), kept by the
-            // triggers whatever writes `reports` (INSERT OR REPLACE: the insert's trigger drops
-            // the replaced row's links first). `configuration` is the fingerprint of the
-            // association settings the events were grouped under (`AssociationConfiguration.fingerprint`);
-            // NULL until the next import regroups the whole store once and sets it.
-            try db.execute(
-                sql: """
-                    CREATE TABLE reportLinks (
-                        source TEXT NOT NULL,
-                        id TEXT NOT NULL,
-                        link TEXT NOT NULL,
-                        PRIMARY KEY (source, id, link)
-                    ) WITHOUT ROWID;
-                    CREATE INDEX reportLinks_link ON reportLinks (link);
-                    INSERT OR IGNORE INTO reportLinks (source, id, link)
-                        SELECT r.source, r.id, l.value FROM reports r, json_each(r.links) l
-                        WHERE l.type = 'text' AND l.value <> '' AND l.value <> r.id;
-                    CREATE TRIGGER reports_links_insert AFTER INSERT ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = new.source AND id = new.id;
-                        INSERT OR IGNORE INTO reportLinks (source, id, link)
-                            SELECT new.source, new.id, l.value FROM json_each(new.links) l
-                            WHERE l.type = 'text' AND l.value <> '' AND l.value <> new.id;
-                    END;
-                    CREATE TRIGGER reports_links_update AFTER UPDATE OF source, id, links ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = old.source AND id = old.id;
-                        INSERT OR IGNORE INTO reportLinks (source, id, link)
-                            SELECT new.source, new.id, l.value FROM json_each(new.links) l
-                            WHERE l.type = 'text' AND l.value <> '' AND l.value <> new.id;
-                    END;
-                    CREATE TRIGGER reports_links_delete AFTER DELETE ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = old.source AND id = old.id;
-                    END;
-                    ALTER TABLE associationState ADD COLUMN configuration TEXT;
-                    """)
         }
         return migrator
     }

@@ -30,25 +30,6 @@ import Testing
         }
     }
 
-    @Test("the same push cases with the store closed and opened again before every step")
-    func reopenedEveryStep() async throws {
-        let environment = ProcessInfo.processInfo.environment
-        let seed = environment["QUAKED_PUSH_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_128
-        let cases = environment["QUAKED_PUSH_MODEL_CASES"].flatMap { Int($0) } ?? 30
-        let result = try await PushModelCheck.run(
-            cases: cases, seed: seed, shape: SourceShape(steps: 24, push: true, reopenEveryStep: true))
-        print(
-            "push model, reopened every step: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.pushes) pushes, \(result.catchUps) catch-ups, \(result.transactions) transactions"
-        )
-        if let counterexample = result.counterexample {
-            Issue.record("\(counterexample)")
-        } else {
-            #expect(result.cases == cases)
-            #expect(result.pushes > cases * 3 && result.catchUps > cases, "pushes and catch-ups")
-            #expect(result.multiSourceEvents > cases, "association across sources")
-        }
-    }
-
     @Test func aPushCaseSeedGivesBackTheSameCase() {
         let shape = SourceShape(steps: 24, push: true)
         let a = SourceModelCheck.makeCase(seed: 42, shape: shape)

@@ -31,25 +31,6 @@ import Testing
         }
     }
 
-    @Test("the same cases with the store closed and opened again before every step: nothing depends on memory")
-    func reopenedEveryStep() async throws {
-        let environment = ProcessInfo.processInfo.environment
-        let seed = environment["QUAKED_SOURCE_MODEL_SEED"].flatMap { UInt64($0) } ?? 20_261_127
-        let cases = environment["QUAKED_SOURCE_MODEL_CASES"].flatMap { Int($0) } ?? 60
-        let result = try await SourceModelCheck.run(
-            cases: cases, seed: seed, shape: SourceShape(reopenEveryStep: true))
-        print(
-            "source model, reopened every step: seed \(seed): \(result.cases) cases, \(result.steps) steps, \(result.imports) imports, \(result.transactions) transactions"
-        )
-        if let counterexample = result.counterexample {
-            Issue.record("\(counterexample)")
-        } else {
-            #expect(result.cases == cases)
-            #expect(result.transactions > cases * 3, "the cases hardly changed the store: the generator is off")
-            #expect(result.multiSourceEvents > cases, "association across sources")
-        }
-    }
-
     @Test func aCaseSeedGivesBackTheSameCase() {
         let a = SourceModelCheck.makeCase(seed: 42)
         #expect(a == SourceModelCheck.makeCase(seed: 42))
