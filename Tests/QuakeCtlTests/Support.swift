@@ -159,8 +159,10 @@ private let pythonQuakedServer = #"""
             while b"\0" in buffer:
                 message, buffer = buffer.split(b"\0", 1)
                 call = _json.loads(message)
-                reply = answer(call) or {"error": "org.varlink.service.MethodNotFound",
-                                         "parameters": {"method": call.get("method")}}
+                reply = answer(call)
+                if reply is None:
+                    reply = {"error": "org.varlink.service.MethodNotFound",
+                             "parameters": {"method": call.get("method")}}
                 connection.sendall(_json.dumps(reply).encode() + b"\0")
         connection.close()
     _server = _socket.socket(_socket.AF_UNIX)
