@@ -294,6 +294,9 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
+        // The test trait `.ownThread` (a test target's, not the library's: QuakeTestSupport is
+        // also linked into quake-bench, which has no use for Swift Testing).
+        .target(name: "QuakeTestTraits", dependencies: ["QuakeTestSupport"]),
         .testTarget(
             name: "VarlinkTests",
             dependencies: [
@@ -329,7 +332,7 @@ let package = Package(
         .testTarget(
             name: "QuakeClientTests",
             dependencies: [
-                "QuakeClient", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport",
+                "QuakeClient", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport", "QuakeTestTraits",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -353,7 +356,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeSourcesTests",
-            dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed"],
+            dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed", "QuakeTestTraits"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "QuakeHTTPQueryTests", dependencies: ["QuakeHTTPQuery", "QuakeFeed"]),
@@ -382,21 +385,21 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeAssociationTests",
-            dependencies: ["QuakeAssociation", "QuakeModel", "QuakeFeed"]
+            dependencies: ["QuakeAssociation", "QuakeModel", "QuakeFeed", "QuakeTestTraits"]
         ),
         .testTarget(
             name: "QuakeModelTests",
-            dependencies: ["QuakeModel", "VarlinkIDL", "QuakeTestSupport"]
+            dependencies: ["QuakeModel", "VarlinkIDL", "QuakeTestSupport", "QuakeTestTraits"]
         ),
         .testTarget(
             name: "QuakeFeedTests",
-            dependencies: ["QuakeFeed", "QuakeTestSupport"]
+            dependencies: ["QuakeFeed", "QuakeTestSupport", "QuakeTestTraits"]
         ),
         .testTarget(
             name: "QuakeCtlTests",
             dependencies: [
                 "QuakeCtl", "QuakeClient", "QuakePostgres", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
-                "QuakeModelCheck", "QuakeMap",
+                "QuakeModelCheck", "QuakeMap", "QuakeTestTraits",
                 // The real sshd of the --host test, run as a child Foundation's Process cannot follow
                 // (sshd closes the descriptors it inherits, which Process takes for an exit).
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -407,7 +410,7 @@ let package = Package(
         .testTarget(
             name: "QuakeStoreTests",
             dependencies: [
-                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck",
+                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck", "QuakeTestTraits",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -424,6 +427,7 @@ let package = Package(
                 "QuakeProtocol",
                 "Varlink",
                 "QuakeTestSupport",
+                "QuakeTestTraits",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

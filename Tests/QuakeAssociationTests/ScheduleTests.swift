@@ -1,6 +1,7 @@
 import Foundation
 import QuakeAssociation
 import QuakeModel
+import QuakeTestTraits
 import Testing
 
 /// One random schedule: a configuration and the items fed to the associator one by one.
@@ -56,7 +57,7 @@ struct ScheduleStats {
     var restoreRegroups = 0  // scrambled snapshots restored (regrouped)
 }
 
-@Suite("association schedules")
+@Suite("association schedules", .ownThread)
 struct AssociationScheduleTests {
     static let agencies = ["usgs", "emsc", "gfz", "geonet"]
 

@@ -1,8 +1,9 @@
 import Foundation
 import QuakeModel
+import QuakeTestTraits
 import Testing
 
-@Suite struct QuakeTimeTests {
+@Suite(.ownThread) struct QuakeTimeTests {
     /// What gmtime_r and printf make of `ms` (the formatters QuakeTime replaced).
     static func gmtimeText(_ ms: Int64) -> String {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000

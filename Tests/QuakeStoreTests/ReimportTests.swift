@@ -3,6 +3,7 @@ import GRDB
 import QuakeFeed
 import QuakeModel
 import QuakeTestSupport
+import QuakeTestTraits
 import Testing
 
 @testable import QuakeStore
@@ -347,7 +348,7 @@ struct FirstImportHistoryTests {
     }
 }
 
-@Suite("Import across chunk boundaries")
+@Suite("Import across chunk boundaries", .ownThread)
 struct ChunkBoundaryTests {
     /// Imports `bytes` in chunks of random sizes (from a seeded generator) up to `maxChunk`.
     static func importChunked(_ bytes: [UInt8], into store: QuakeStore, seed: UInt64, maxChunk: Int, now: Date)
