@@ -57,7 +57,7 @@ import Testing
     @Test func readmeGivesTheTwoCommandsAsCIAndTheFreshDebianCheckRunThem() throws {
         let readme = try Self.text("README.md")
         let run = "scripts/install-deps && swift run quaked"
-        let test = "scripts/install-deps && swift test"
+        let test = "scripts/install-deps && scripts/test"
         // Each is a code block of its own, in the quick start.
         let quickStart = try #require(readme.components(separatedBy: "## Quick start").dropFirst().first)
             .components(separatedBy: "\n## ").first ?? ""
