@@ -294,9 +294,6 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
-        // The test trait `.ownThread` (a test target's, not the library's: QuakeTestSupport is
-        // also linked into quake-bench, which has no use for Swift Testing).
-        .target(name: "QuakeTestTraits", dependencies: ["QuakeTestSupport"]),
         .testTarget(
             name: "VarlinkTests",
             dependencies: [
@@ -332,7 +329,7 @@ let package = Package(
         .testTarget(
             name: "QuakeClientTests",
             dependencies: [
-                "QuakeClient", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport", "QuakeTestTraits",
+                "QuakeClient", "QuakeProtocol", "QuakeModelCheck", "QuakeTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -356,7 +353,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeSourcesTests",
-            dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed", "QuakeTestTraits"],
+            dependencies: ["QuakeSources", "QuakeModel", "QuakeFeed"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "QuakeHTTPQueryTests", dependencies: ["QuakeHTTPQuery", "QuakeFeed"]),
@@ -385,21 +382,21 @@ let package = Package(
         ),
         .testTarget(
             name: "QuakeAssociationTests",
-            dependencies: ["QuakeAssociation", "QuakeModel", "QuakeFeed", "QuakeTestTraits"]
+            dependencies: ["QuakeAssociation", "QuakeModel", "QuakeFeed"]
         ),
         .testTarget(
             name: "QuakeModelTests",
-            dependencies: ["QuakeModel", "VarlinkIDL", "QuakeTestSupport", "QuakeTestTraits"]
+            dependencies: ["QuakeModel", "VarlinkIDL", "QuakeTestSupport"]
         ),
         .testTarget(
             name: "QuakeFeedTests",
-            dependencies: ["QuakeFeed", "QuakeTestSupport", "QuakeTestTraits"]
+            dependencies: ["QuakeFeed", "QuakeTestSupport"]
         ),
         .testTarget(
             name: "QuakeCtlTests",
             dependencies: [
                 "QuakeCtl", "QuakeClient", "QuakePostgres", "QuakeProtocol", "QuakeFeed", "Varlink", "QuakeStore", "QuakeTestSupport",
-                "QuakeModelCheck", "QuakeMap", "QuakeTestTraits",
+                "QuakeModelCheck", "QuakeMap",
                 // The real sshd of the --host test, run as a child Foundation's Process cannot follow
                 // (sshd closes the descriptors it inherits, which Process takes for an exit).
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -410,7 +407,7 @@ let package = Package(
         .testTarget(
             name: "QuakeStoreTests",
             dependencies: [
-                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck", "QuakeTestTraits",
+                "QuakeStore", "QuakeFeed", "QuakeTestSupport", "QuakeModelCheck",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -427,7 +424,6 @@ let package = Package(
                 "QuakeProtocol",
                 "Varlink",
                 "QuakeTestSupport",
-                "QuakeTestTraits",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,7 +1,6 @@
 import Foundation
 import QuakeAssociation
 import QuakeModel
-import QuakeTestTraits
 import Testing
 
 /// One random schedule: a configuration and the items fed to the associator one by one.
@@ -57,7 +56,7 @@ struct ScheduleStats {
     var restoreRegroups = 0  // scrambled snapshots restored (regrouped)
 }
 
-@Suite("association schedules", .ownThread)
+@Suite("association schedules")
 struct AssociationScheduleTests {
     static let agencies = ["usgs", "emsc", "gfz", "geonet"]
 

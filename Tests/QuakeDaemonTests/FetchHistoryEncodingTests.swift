@@ -4,7 +4,6 @@ import QuakeFeed
 import QuakeProtocol
 import QuakeStore
 import QuakeTestSupport
-import QuakeTestTraits
 import Testing
 import Varlink
 
@@ -14,7 +13,7 @@ import Varlink
 /// generated member writers. These hold that path to the generated types: decoded strictly, it must
 /// be exactly the reply built value by value from the store's decoded history, and byte for byte
 /// what the generated encoder writes for it (but for the stored JSON's own key order).
-@Suite("FetchHistory encoding", .ownThread)
+@Suite("FetchHistory encoding")
 struct FetchHistoryEncodingTests {
     @Test(
         "the pass-through reply decodes strictly and equals the reply built from decoded values",

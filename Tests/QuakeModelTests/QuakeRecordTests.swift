@@ -1,14 +1,13 @@
 import Foundation
 import QuakeModel
 import QuakeTestSupport
-import QuakeTestTraits
 import Testing
 import VarlinkIDL
 
 /// The quake record's declaration against the other places a field must be written: the
 /// interface's `Quake` type (io.quaked.varlink, parsed with VarlinkIDL) and the store's shipped
 /// schema.
-@Suite(.ownThread) struct QuakeRecordTests {
+@Suite struct QuakeRecordTests {
     static func quakeType() throws -> [VarlinkInterface.Field] {
         let file = Fixtures.packageRoot.appendingPathComponent("Sources/QuakeProtocol/io.quaked.varlink")
         let interface = try VarlinkInterface(parsing: try String(contentsOf: file, encoding: .utf8))

@@ -1,9 +1,8 @@
 import Foundation
 import QuakeModel
-import QuakeTestTraits
 import Testing
 
-@Suite(.ownThread) struct QuakeTimeTests {
+@Suite struct QuakeTimeTests {
     /// What gmtime_r and printf make of `ms` (the formatters QuakeTime replaced).
     static func gmtimeText(_ ms: Int64) -> String {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000

@@ -1,12 +1,11 @@
 import Foundation
 import QuakeModel
 import QuakeSources
-import QuakeTestTraits
 import Testing
 
 /// Reports through the writers and back through the readers: QuakeMLWriter → QuakeMLReader and
 /// FDSNTextWriter → FDSNTextReader give the same reports, but for what each format cannot carry.
-@Suite(.ownThread) struct WriterRoundTripTests {
+@Suite struct WriterRoundTripTests {
     /// Varied reports: every evaluation mode and status, missing values, places with markup, depths
     /// with up to three decimals, old and recent times.
     static func reports(count: Int = 300, source: String = "rt") -> [SourceReport] {

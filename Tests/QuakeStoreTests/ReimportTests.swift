@@ -3,7 +3,6 @@ import GRDB
 import QuakeFeed
 import QuakeModel
 import QuakeTestSupport
-import QuakeTestTraits
 import Testing
 
 @testable import QuakeStore
@@ -348,7 +347,7 @@ struct FirstImportHistoryTests {
     }
 }
 
-@Suite("Import across chunk boundaries", .ownThread)
+@Suite("Import across chunk boundaries")
 struct ChunkBoundaryTests {
     /// Imports `bytes` in chunks of random sizes (from a seeded generator) up to `maxChunk`.
     static func importChunked(_ bytes: [UInt8], into store: QuakeStore, seed: UInt64, maxChunk: Int, now: Date)
