@@ -68,9 +68,14 @@ extension EndToEnd {
             }
         }
 
-        /// Runs `body` while commits flow (a delete and the refresh that undoes it, every 20 ms);
-        /// returns how many pairs were committed.
-        static func withCommitsFlowing(_ daemon: DaemonHarness, _ body: () async throws -> Void) async throws -> Int {
+        /// Runs `body` while commits flow (a delete and the refresh that undoes it, every 20 ms)
+        /// and the `live` subscribers read what they are sent; returns how many pairs were
+        /// committed. A live subscriber reads: one that stopped for longer than quaked's write
+        /// timeout (10 s) once its socket's buffer filled would be disconnected, as quaked means
+        /// to, and under AddressSanitizer 4,000 abandoned subscriptions take that long.
+        static func withCommitsFlowing(
+            _ daemon: DaemonHarness, live: [UnixSocketClient], _ body: () async throws -> Void
+        ) async throws -> Int {
             let ids = try daemon.withStore { try $0.allQuakes().map(\.id) }
             let socket = daemon.socketPath
             let stop = LockedFlag()
@@ -87,15 +92,36 @@ extension EndToEnd {
                     return count
                 }
             }
+            let readers = live.map { client in
+                Task {
+                    try await onBlockingThread {
+                        while !stop.isSet {
+                            guard client.hasBufferedMessage || Self.readable(client, within: 100) else { continue }
+                            guard try client.receive(timeout: .seconds(10)) != nil else {
+                                throw ChurnFailure(description: "a live subscriber's connection closed while commits flowed")
+                            }
+                        }
+                    }
+                }
+            }
+            func finish() async throws -> Int {
+                stop.set()
+                for reader in readers { try await reader.value }
+                return try await commits.value
+            }
             do {
                 try await body()
             } catch {
-                stop.set()
-                _ = try? await commits.value
+                _ = try? await finish()
                 throw error
             }
-            stop.set()
-            return try await commits.value
+            return try await finish()
+        }
+
+        /// Whether `client`'s socket has something to read (or its end) within `milliseconds`.
+        static func readable(_ client: UnixSocketClient, within milliseconds: Int32) -> Bool {
+            var poller = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
+            return poll(&poller, 1, milliseconds) > 0
         }
 
         @Test("abandoned subscriptions are removed at once, with no commit to write and no heartbeat due")
@@ -129,21 +155,22 @@ extension EndToEnd {
                 // behind the closes and holds many of the connections at once, and the heap's
                 // high-water mark (which glibc keeps) follows that peak, not a leak; with rounds
                 // alike, only what the measured round leaves behind counts.
-                let warmCommits = try await Self.withCommitsFlowing(daemon) {
+                let warmCommits = try await Self.withCommitsFlowing(daemon, live: live) {
                     try await Self.abandon(4000, socket: socket)
                     _ = try? await waitUntil(timeout: .seconds(5)) { try await Self.subscribers(daemon) == 3 }
                     #expect(try await Self.subscribers(daemon) == 3, "GetStatus counts subscribers no longer connected")
                 }
-                // Drain what the live subscribers were sent meanwhile.
+                // What was sent after the readers stopped.
                 for client in live { while (try? client.receive(timeout: .milliseconds(200))) != nil {} }
                 let latencyBefore = try await Self.fanOutLatency(daemon, live: live[0], rounds: 30)
                 let memoryBefore = try Self.privateKiB(daemon.process.pid)
 
-                let churnCommits = try await Self.withCommitsFlowing(daemon) {
+                let churnCommits = try await Self.withCommitsFlowing(daemon, live: live) {
                     try await Self.abandon(4000, socket: socket)
                     _ = try? await waitUntil(timeout: .seconds(5)) { try await Self.subscribers(daemon) == 3 }
                     #expect(try await Self.subscribers(daemon) == 3, "GetStatus counts subscribers no longer connected")
                 }
+                // What was sent after the readers stopped.
                 for client in live { while (try? client.receive(timeout: .milliseconds(200))) != nil {} }
                 let latencyAfter = try await Self.fanOutLatency(daemon, live: live[0], rounds: 30)
                 let memoryAfter = try Self.privateKiB(daemon.process.pid)
