@@ -135,12 +135,20 @@ public func boundUnixSocket(_ path: String, type: Int32) throws -> Int32 {
     return fd
 }
 
-/// Runs blocking work (socket reads that wait on a server) on a Dispatch thread, off Swift's
+/// Runs blocking work (socket reads that wait on a server) on a thread of its own, off Swift's
 /// cooperative pool, so that in-process async servers (``FeedTestServer``) keep running meanwhile.
+///
+/// Not on Dispatch's global queue: on Linux its pool runs as many blocks as there are processors
+/// and adds a thread about once a second when they block. With a few long blocking loops at once
+/// (a client that abandons 4,000 subscriptions, one that commits, three that read), the next block
+/// waited seconds to start: on 2 cores under AddressSanitizer, live subscribers that were meant to
+/// read went unread past quaked's 10 s write timeout and were disconnected (CI at stop 36).
 public func onBlockingThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
+        let thread = Thread {
             continuation.resume(with: Result { try body() })
         }
+        thread.name = "onBlockingThread"
+        thread.start()
     }
 }
