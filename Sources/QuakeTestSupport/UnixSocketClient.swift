@@ -58,6 +58,14 @@ public final class UnixSocketClient: @unchecked Sendable {
     /// the socket does not see it).
     public var hasBufferedMessage: Bool { buffer[scanned...].contains(0) }
 
+    /// Whether the socket has something to read, or its end, within `timeout` (at least 1 ms, at
+    /// most 60 s). False when the wait times out or is interrupted.
+    public func isReadable(within timeout: Duration) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ms = Int32(min(timeout / .milliseconds(1), 60_000))
+        return poll(&poller, 1, max(ms, 1)) > 0
+    }
+
     /// The next NUL-terminated message as text; nil at EOF. Throws on timeout.
     public func receive(timeout: Duration = .seconds(10)) throws -> String? {
         try receiveBytes(timeout: timeout).map { String(decoding: $0, as: UTF8.self) }
@@ -76,11 +84,7 @@ public final class UnixSocketClient: @unchecked Sendable {
             scanned = buffer.count
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw Failure(description: "no reply in time") }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ms = Int32(min(remaining / .milliseconds(1), 60_000))
-            let ready = poll(&poller, 1, max(ms, 1))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { continue }
+            guard isReadable(within: remaining) else { continue }
             // Into one scratch buffer made once per client, then only the bytes read are copied:
             // no chunk to allocate and zero per read (the protocol benchmark reads from 1,000
             // sockets per notification).

@@ -96,7 +96,7 @@ extension EndToEnd {
                 Task {
                     try await onBlockingThread {
                         while !stop.isSet {
-                            guard client.hasBufferedMessage || Self.readable(client, within: 100) else { continue }
+                            guard client.hasBufferedMessage || client.isReadable(within: .milliseconds(100)) else { continue }
                             guard try client.receive(timeout: .seconds(10)) != nil else {
                                 throw ChurnFailure(description: "a live subscriber's connection closed while commits flowed")
                             }
@@ -116,12 +116,6 @@ extension EndToEnd {
                 throw error
             }
             return try await finish()
-        }
-
-        /// Whether `client`'s socket has something to read (or its end) within `milliseconds`.
-        static func readable(_ client: UnixSocketClient, within milliseconds: Int32) -> Bool {
-            var poller = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
-            return poll(&poller, 1, milliseconds) > 0
         }
 
         @Test("abandoned subscriptions are removed at once, with no commit to write and no heartbeat due")
