@@ -76,6 +76,21 @@ import Testing
         #expect(Formatting.relative(ms(300), now: now) == "in 5 minutes")
     }
 
+    /// A row writes its relative time in place and then fits it to 16 columns: a short time is
+    /// padded, and a time too far off to fit is cut with an ellipsis, as `fit` cuts it.
+    @Test(arguments: [-180.0, 1, 300, 5e14, -5e14])
+    func rowsFitTheirRelativeTime(offset: Double) {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let time = Int((1_000_000 + offset) * 1000)
+        let style = OutputStyle(colors: false)
+        let row = Formatting.row(mag: 4.5, place: "Here", time: time, id: "us1", placeWidth: 12, style, now: now)
+        let expected =
+            Formatting.magnitudeColumn(4.5, style) + "  " + Formatting.fit("Here", 12) + "  "
+            + Formatting.fit(Formatting.relative(time, now: now), 16) + "  us1"
+        #expect(row == expected)
+        if abs(offset) > 1e12 { #expect(Formatting.relative(time, now: now).count > 16 && row.contains("…")) }
+    }
+
     @Test func absoluteTimes() throws {
         let utc = try #require(TimeZone(identifier: "UTC"))
         #expect(Formatting.absolute(1_763_780_220_000, timeZone: utc) == "2025-11-22 02:57:00 UTC")

@@ -309,7 +309,9 @@ struct WatchPrinter: Sendable {
             guard !isBacklog else { return }
             var text = ""
             let changes = delivered(transaction, before: before)
-            if !style.json { text.reserveCapacity(changes.count * 128) }
+            if !style.json { text.reserveCapacity(changes.count * 160) }
+            // One reading of the clock for the transaction's relative times.
+            let now = Date()
             // Each change read in place through the buffer: a change is large, and `for change
             // in`, or an array's subscript, copies each.
             changes.withUnsafeBufferPointer { changes in
@@ -321,8 +323,9 @@ struct WatchPrinter: Sendable {
                                     event: "change", storeId: storeId, token: transaction.token,
                                     author: transaction.author.rawValue, change: changes[i])) + "\n"
                     } else {
-                        text += ChangeText.line(
-                            changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style)
+                        ChangeText.appendLine(
+                            changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style, now: now,
+                            to: &text)
                         text += "\n"
                     }
                 }

@@ -21,55 +21,82 @@ public enum ChangeText {
     public static func line(
         _ change: IOQuaked.Change, before: IOQuaked.Quake? = nil, _ style: OutputStyle, now: Date = Date()
     ) -> String {
+        var text = ""
+        appendLine(change, before: before, style, now: now, to: &text)
+        return text
+    }
+
+    /// ``line(_:before:_:now:)``'s text appended to `text`. Written in place, the change read
+    /// where it lies (no copy of it or of its quake): a catch-up prints one line per change.
+    static func appendLine(
+        _ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date,
+        to text: inout String
+    ) {
         switch change.kind {
         case .insert:
-            let label = style.paint(Formatting.fit("new", 9), .green)
-            guard let q = change.quake else {
-                return "\(label)\(Formatting.magnitudeColumn(nil, style))  "
-                    + "\(Formatting.fit("(removed since)", placeWidth))  \(style.dim(change.quakeId))"
+            appendLabel("new", .green, style, to: &text)
+            guard let time = change.quake?.time else {
+                Formatting.appendMagnitudeColumn(nil, style, to: &text)
+                Formatting.pad(&text, 2)
+                Formatting.appendFitted("(removed since)", placeWidth, to: &text)
+                Formatting.pad(&text, 2)
+                style.appendPainted(change.quakeId, .gray, to: &text)
+                return
             }
-            return label
-                + Formatting.row(
-                    mag: q.mag, place: q.place, time: q.time, id: q.id, placeWidth: placeWidth, style, now: now,
-                    agencies: agency(q.net), agencyWidth: agencyWidth)
+            Formatting.appendRow(
+                mag: change.quake?.mag, place: change.quake?.place, time: time, id: change.quake?.id ?? "",
+                placeWidth: placeWidth, style, now: now, agencies: agency(change.quake?.net),
+                agencyWidth: agencyWidth, to: &text)
         case .update:
-            let label = style.paint(Formatting.fit("updated", 9), .yellow)
-            let q = change.quake ?? before
+            appendLabel("updated", .yellow, style, to: &text)
+            // The change's quake when it has one, else the cache's row.
+            let current = change.quake?.time != nil
             let mag = change.quake?.mag ?? newValue(change, "mag") ?? before?.mag
-            let row = Formatting.row(
-                mag: mag, place: q?.place, time: q?.time ?? 0, id: change.quakeId, placeWidth: placeWidth, style,
-                now: now, agencies: agency(q?.net), agencyWidth: agencyWidth)
-            var text = label + row
-            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
-            return text
+            Formatting.appendRow(
+                mag: mag, place: current ? change.quake?.place : before?.place,
+                time: (current ? change.quake?.time : before?.time) ?? 0, id: change.quakeId, placeWidth: placeWidth,
+                style, now: now, agencies: agency(current ? change.quake?.net : before?.net), agencyWidth: agencyWidth,
+                to: &text)
+            if let fields = change.fields { appendFieldSummary(fields, style, separated: true, to: &text) }
         case .delete:
-            let label = style.paint(Formatting.fit("removed", 9), .red)
-            return label + goneRow(change, before: before, style, now: now) + "  (" + reason(change) + ")"
+            appendLabel("removed", .red, style, to: &text)
+            appendGoneRow(change, before: before, style, now: now, to: &text)
+            text += "  ("
+            text += reason(change)
+            text += ")"
         case .enter:
-            let label = style.paint(Formatting.fit("enter", 9), .green)
-            let q = change.quake
-            let row = Formatting.row(
-                mag: q?.mag ?? newValue(change, "mag"), place: q?.place ?? "(removed since)", time: q?.time ?? 0,
-                id: change.quakeId, placeWidth: placeWidth, style, now: now,
-                agencies: agency(q?.net ?? before?.net), agencyWidth: agencyWidth)
-            var text = label + row
-            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
-            return text
+            appendLabel("enter", .green, style, to: &text)
+            Formatting.appendRow(
+                mag: change.quake?.mag ?? newValue(change, "mag"), place: change.quake?.place ?? "(removed since)",
+                time: change.quake?.time ?? 0, id: change.quakeId, placeWidth: placeWidth, style, now: now,
+                agencies: agency(change.quake?.net ?? before?.net), agencyWidth: agencyWidth, to: &text)
+            if let fields = change.fields { appendFieldSummary(fields, style, separated: true, to: &text) }
         case .leave:
-            let label = style.paint(Formatting.fit("leave", 9), .red)
-            var text = label + goneRow(change, before: before, style, now: now)
-            appendFieldSummary(change.fields ?? [], style, separated: true, to: &text)
-            return text
+            appendLabel("leave", .red, style, to: &text)
+            appendGoneRow(change, before: before, style, now: now, to: &text)
+            if let fields = change.fields { appendFieldSummary(fields, style, separated: true, to: &text) }
+        }
+    }
+
+    /// A change's kind in its 9 columns, in its colour.
+    static func appendLabel(_ label: String, _ color: ANSIColor, _ style: OutputStyle, to text: inout String) {
+        if style.colors {
+            text += style.paint(Formatting.fit(label, 9), color)
+        } else {
+            Formatting.appendFitted(label, 9, to: &text)
         }
     }
 
     /// The row of a quake that went (a delete, a leave): from its tombstone, else the cache's row.
-    static func goneRow(_ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date) -> String {
+    static func appendGoneRow(
+        _ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date,
+        to text: inout String
+    ) {
         let t = change.tombstone
-        return Formatting.row(
+        Formatting.appendRow(
             mag: t?.mag ?? before?.mag, place: t?.place ?? before?.place, time: t?.time ?? before?.time ?? 0,
             id: change.quakeId, placeWidth: placeWidth, style, now: now, agencies: agency(before?.net),
-            agencyWidth: agencyWidth)
+            agencyWidth: agencyWidth, to: &text)
     }
 
     /// A quake shown as it is (`watch --last`).
@@ -116,9 +143,9 @@ public enum ChangeText {
             switch f.field {
             case "mag":
                 text += "M "
-                text += magText(f.old)
+                appendMag(f.old, to: &text)
                 text += "→"
-                text += magText(f.new)
+                appendMag(f.new, to: &text)
             case "time":
                 text += "time "
                 text += timeText(f.old, style)
@@ -164,8 +191,9 @@ public enum ChangeText {
         change.fields?.first(where: { $0.field == field })?.new?.number
     }
 
-    static func magText(_ value: IOQuaked.FieldValue?) -> String {
-        value?.number.map(Formatting.oneDecimal) ?? "?"
+    /// A magnitude change's value: `4.5`, or `?`.
+    static func appendMag(_ value: IOQuaked.FieldValue?, to text: inout String) {
+        if let number = value?.number { Formatting.appendOneDecimal(number, to: &text) } else { text += "?" }
     }
 
     static func timeText(_ value: IOQuaked.FieldValue?, _ style: OutputStyle) -> String {

@@ -15,15 +15,25 @@ public enum Formatting {
     /// rounds to zero from below. Worked out with integers: `watch` prints tens of thousands of
     /// these in a catch-up, and `String(format:)` was a sixth of its time.
     public static func oneDecimal(_ value: Double) -> String {
+        var text = ""
+        appendOneDecimal(value, to: &text)
+        return text
+    }
+
+    /// ``oneDecimal(_:)``'s text appended to `text` (a catch-up prints two per magnitude change).
+    static func appendOneDecimal(_ value: Double, to text: inout String) {
         guard let tenths = roundedTenths(value.magnitude) else {
             let s = String(format: "%.1f", value)
-            return s == "-0.0" ? "0.0" : s
+            text += s == "-0.0" ? "0.0" : s
+            return
         }
-        if tenths == 0 { return "0.0" }
-        var text = value < 0 ? "-" : ""
+        if tenths == 0 {
+            text += "0.0"
+            return
+        }
+        if value < 0 { text += "-" }
         text += String(tenths / 10)
         text += decimalPoints[tenths % 10]
-        return text
     }
 
     /// `.0` to `.9`, appended whole (appending a `Unicode.Scalar` goes through the slow path).
@@ -59,9 +69,20 @@ public enum Formatting {
 
     /// "3 minutes ago", "in 5 seconds", "just now".
     public static func relative(_ ms: Int, now: Date = Date()) -> String {
+        var text = ""
+        appendRelative(ms, now: now, to: &text)
+        return text
+    }
+
+    /// ``relative(_:now:)``'s text appended to `text`, piece by piece (a catch-up prints one per
+    /// change; an interpolation's buffer for each was a tenth of `watch`'s printing).
+    static func appendRelative(_ ms: Int, now: Date, to text: inout String) {
         let seconds = (Double(ms) / 1000 - now.timeIntervalSince1970)
         let magnitude = abs(seconds)
-        if magnitude < 1 { return "just now" }
+        if magnitude < 1 {
+            text += "just now"
+            return
+        }
         let (value, unit): (Int, String)
         switch magnitude {
         case ..<60: (value, unit) = (Int(magnitude), "second")
@@ -71,8 +92,12 @@ public enum Formatting {
         case ..<(86_400 * 365): (value, unit) = (Int(magnitude / (86_400 * 30)), "month")
         default: (value, unit) = (Int(magnitude / (86_400 * 365)), "year")
         }
-        let amount = "\(value) \(unit)\(value == 1 ? "" : "s")"
-        return seconds < 0 ? "\(amount) ago" : "in \(amount)"
+        if seconds >= 0 { text += "in " }
+        text += String(value)
+        text += " "
+        text += unit
+        if value != 1 { text += "s" }
+        if seconds < 0 { text += " ago" }
     }
 
     /// `2025-11-22 02:57:00 UTC` in UTC; in another zone the local time and the zone's offset
@@ -251,7 +276,7 @@ public enum Formatting {
     /// ``magnitudeColumn(_:_:)``, appended to `row`.
     static func appendMagnitudeColumn(_ mag: Double?, _ style: OutputStyle, to row: inout String) {
         let text = magnitude(mag)
-        row += style.paint(text, magnitudeColor(mag))
+        style.appendPainted(text, magnitudeColor(mag), to: &row)
         pad(&row, 6 - text.utf8.count)  // ASCII: a character per byte
     }
 
@@ -261,24 +286,47 @@ public enum Formatting {
         mag: Double?, place: String?, time: Int, id: String, placeWidth: Int, _ style: OutputStyle,
         now: Date = Date(), agencies: String? = nil, agencyWidth: Int = 0
     ) -> String {
-        let when = Formatting.time(time, style, now: now)
-        let shownPlace = place.map { Formatting.place($0, style.units) } ?? "(unknown place)"
-        // Appended to one string (a catch-up prints one of these per change): the columns' padding
-        // is written in place rather than made as strings of its own and joined.
         var row = ""
         row.reserveCapacity(placeWidth + id.utf8.count + 64)
+        appendRow(
+            mag: mag, place: place, time: time, id: id, placeWidth: placeWidth, style, now: now, agencies: agencies,
+            agencyWidth: agencyWidth, to: &row)
+        return row
+    }
+
+    /// ``row(mag:place:time:id:placeWidth:_:now:agencies:agencyWidth:)``'s text appended to `row`:
+    /// a catch-up prints one per change, so the columns and their padding are written in place
+    /// rather than made as strings of their own and joined.
+    static func appendRow(
+        mag: Double?, place: String?, time: Int, id: String, placeWidth: Int, _ style: OutputStyle, now: Date,
+        agencies: String?, agencyWidth: Int, to row: inout String
+    ) {
         appendMagnitudeColumn(mag, style, to: &row)
         pad(&row, 2)
-        appendFitted(shownPlace, placeWidth, to: &row)
+        appendFitted(place.map { Formatting.place($0, style.units) } ?? "(unknown place)", placeWidth, to: &row)
         pad(&row, 2)
-        appendFitted(when, style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
+        if style.absoluteTimes {
+            appendFitted(absolute(time, timeZone: style.timeZone), absoluteWidth(style.timeZone), to: &row)
+        } else {
+            // Written in place, then fitted to its 16 columns as appendFitted would (the text
+            // is ASCII: a character per byte).
+            let start = row.utf8.count
+            appendRelative(time, now: now, to: &row)
+            let count = row.utf8.count - start
+            if count > 16 {
+                let when = String(decoding: row.utf8.suffix(count), as: UTF8.self)
+                row = String(decoding: row.utf8.prefix(start), as: UTF8.self)
+                appendFitted(when, 16, to: &row)
+            } else {
+                pad(&row, 16 - count)
+            }
+        }
         pad(&row, 2)
         if agencyWidth > 0 {
             appendFitted(fitAgencies(agencies ?? "", agencyWidth), agencyWidth, to: &row)
             pad(&row, 2)
         }
-        row += style.dim(id)
-        return row
+        style.appendPainted(id, .gray, to: &row)
     }
 
     /// A quake's agencies for people: the entries of `sources` (`,us,ak,`), upper-cased, each

@@ -50,6 +50,12 @@ public struct OutputStyle: Sendable {
         return "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m"
     }
 
+    /// ``paint(_:_:)``'s text appended to `text`, without a string of its own when there are no
+    /// colours.
+    func appendPainted(_ painted: String, _ color: ANSIColor?, to text: inout String) {
+        if colors, color != nil { text += paint(painted, color) } else { text += painted }
+    }
+
     public func dim(_ text: String) -> String { paint(text, .gray) }
     public func bold(_ text: String) -> String { paint(text, .bold) }
 }
