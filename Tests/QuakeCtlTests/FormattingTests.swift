@@ -76,8 +76,8 @@ import Testing
         #expect(Formatting.relative(ms(300), now: now) == "in 5 minutes")
     }
 
-    /// A row writes its relative time in place and then fits it to 16 columns: a short time is
-    /// padded, and a time too far off to fit is cut with an ellipsis, as `fit` cuts it.
+    /// A row fits its relative time to 16 columns: a short time is padded, and a time too far
+    /// off to fit is cut with an ellipsis, as `fit` cuts it.
     @Test(arguments: [-180.0, 1, 300, 5e14, -5e14])
     func rowsFitTheirRelativeTime(offset: Double) {
         let now = Date(timeIntervalSince1970: 1_000_000)

@@ -69,20 +69,9 @@ public enum Formatting {
 
     /// "3 minutes ago", "in 5 seconds", "just now".
     public static func relative(_ ms: Int, now: Date = Date()) -> String {
-        var text = ""
-        appendRelative(ms, now: now, to: &text)
-        return text
-    }
-
-    /// ``relative(_:now:)``'s text appended to `text`, piece by piece (a catch-up prints one per
-    /// change; an interpolation's buffer for each was a tenth of `watch`'s printing).
-    static func appendRelative(_ ms: Int, now: Date, to text: inout String) {
         let seconds = (Double(ms) / 1000 - now.timeIntervalSince1970)
         let magnitude = abs(seconds)
-        if magnitude < 1 {
-            text += "just now"
-            return
-        }
+        if magnitude < 1 { return "just now" }
         let (value, unit): (Int, String)
         switch magnitude {
         case ..<60: (value, unit) = (Int(magnitude), "second")
@@ -92,12 +81,16 @@ public enum Formatting {
         case ..<(86_400 * 365): (value, unit) = (Int(magnitude / (86_400 * 30)), "month")
         default: (value, unit) = (Int(magnitude / (86_400 * 365)), "year")
         }
-        if seconds >= 0 { text += "in " }
+        // Appended piece by piece (a catch-up prints one per change; an interpolation's buffer
+        // for each was a tenth of `watch`'s printing). Short enough to stay in the string's
+        // inline storage: no allocation.
+        var text = seconds >= 0 ? "in " : ""
         text += String(value)
         text += " "
         text += unit
         if value != 1 { text += "s" }
         if seconds < 0 { text += " ago" }
+        return text
     }
 
     /// `2025-11-22 02:57:00 UTC` in UTC; in another zone the local time and the zone's offset
@@ -305,22 +298,7 @@ public enum Formatting {
         pad(&row, 2)
         appendFitted(place.map { Formatting.place($0, style.units) } ?? "(unknown place)", placeWidth, to: &row)
         pad(&row, 2)
-        if style.absoluteTimes {
-            appendFitted(absolute(time, timeZone: style.timeZone), absoluteWidth(style.timeZone), to: &row)
-        } else {
-            // Written in place, then fitted to its 16 columns as appendFitted would (the text
-            // is ASCII: a character per byte).
-            let start = row.utf8.count
-            appendRelative(time, now: now, to: &row)
-            let count = row.utf8.count - start
-            if count > 16 {
-                let when = String(decoding: row.utf8.suffix(count), as: UTF8.self)
-                row = String(decoding: row.utf8.prefix(start), as: UTF8.self)
-                appendFitted(when, 16, to: &row)
-            } else {
-                pad(&row, 16 - count)
-            }
-        }
+        appendFitted(Formatting.time(time, style, now: now), style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
         pad(&row, 2)
         if agencyWidth > 0 {
             appendFitted(fitAgencies(agencies ?? "", agencyWidth), agencyWidth, to: &row)
