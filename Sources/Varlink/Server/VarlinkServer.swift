@@ -122,6 +122,19 @@ public final class VarlinkServer: Sendable {
         func isStalled(before deadline: ContinuousClock.Instant) -> Bool {
             started.withLockedValue { $0.map { $0 < deadline } ?? false }
         }
+
+        /// Writes `frame` to the channel and waits until the socket took it. The write counts as
+        /// waiting until then, when its future completes on the event loop, and not until the
+        /// awaiting task resumes: on a busy machine the task may resume long after, and the
+        /// sweeper must not take that for a client that stopped reading. (The future's callbacks
+        /// run in order, so the watch has ended before the task resumes and begins the next one.)
+        func write(_ frame: ByteBuffer) async throws {
+            begin()
+            let written = channel.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in self.end() }
+            channel.writeAndFlush(frame, promise: written)
+            try await written.futureResult.get()
+        }
     }
 
     public init(
@@ -209,11 +222,7 @@ public final class VarlinkServer: Sendable {
                 // thousands of subscribers, and still never more than one reply buffered per
                 // client. The sweeper closes the channel under a write that takes too long; the
                 // write then throws.
-                let write: @Sendable (ByteBuffer) async throws -> Void = { frame in
-                    watch.begin()
-                    defer { watch.end() }
-                    try await channel.writeAndFlush(frame).get()
-                }
+                let write: @Sendable (ByteBuffer) async throws -> Void = { frame in try await watch.write(frame) }
                 // Without waiting: only while nothing else is written and the socket keeps up.
                 let sendNow: @Sendable (ByteBuffer) -> Bool = { frame in
                     guard channel.isActive, channel.isWritable, !watch.isBusy else { return false }
