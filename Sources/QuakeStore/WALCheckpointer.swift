@@ -19,8 +19,11 @@ import NIOConcurrencyHelpers
 /// first write after a checkpoint that copied all of it. Writes back to back (a backfill) can
 /// leave no moment between them for that: past four times the threshold, the commit
 /// checkpoints itself, as SQLite's autocheckpoint would have, and the next write restarts the
-/// WAL. As with the autocheckpoint, a reader holding an old snapshot keeps the frames it reads
-/// from being copied, and the next commit asks again.
+/// WAL. If a checkpoint beside the writes is still running then, the commit first waits for it
+/// (SQLite lets one checkpoint run at a time: without the wait, that commit's would fail busy
+/// and the WAL would grow on with every commit until the other finished). As with the
+/// autocheckpoint, a reader holding an old snapshot keeps the frames it reads from being
+/// copied, and the next commit asks again.
 ///
 /// A checkpoint that fails (a full disk) is counted and tried again at the next commit past
 /// the threshold; nothing is lost (the frames stay in the WAL, which readers see), and SQLite's
@@ -57,9 +60,17 @@ final class WALCheckpointer: Sendable {
         var beforeCheckpoint: (@Sendable () -> Void)?
     }
     private let state = NIOLockedValueBox(State())
+    /// True while no checkpoint beside the writes is queued or running: what a commit that must
+    /// checkpoint itself waits for.
+    private let idle = ConditionLock(value: true)
+    /// How long such a commit waits, at most, before it tries anyway.
+    static let backstopPatience = 60.0
 
     /// What it has done so far.
     var counts: Counts { state.withLockedValue { $0.counts } }
+
+    /// Whether a checkpoint beside the writes is queued or running.
+    var isCheckpointing: Bool { state.withLockedValue { $0.running } }
 
     /// Tests: `body` runs on the checkpoint's queue before each checkpoint (a test holds it there).
     func beforeEachCheckpoint(_ body: (@Sendable () -> Void)?) {
@@ -102,6 +113,10 @@ final class WALCheckpointer: Sendable {
                 let checkpointer = Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue()
                 if checkpointer.committed(walPages: pages) {
                     // The backstop: checkpoints beside the writes have not kept up with them.
+                    // One still running would make this one fail busy: it is waited for first.
+                    if checkpointer.idle.lock(whenValue: true, timeoutSeconds: WALCheckpointer.backstopPatience) {
+                        checkpointer.idle.unlock()
+                    }
                     let status = sqlite3_wal_checkpoint(connection, nil)
                     checkpointer.state.withLockedValue { state in
                         if status == SQLITE_OK { state.counts.inCommit += 1 }
@@ -113,17 +128,20 @@ final class WALCheckpointer: Sendable {
 
     /// Called in each commit, with the WAL's size after it: past the threshold, queues one
     /// checkpoint unless one is queued or running. True when the commit must checkpoint itself:
-    /// the WAL has passed four times the threshold.
+    /// the WAL has passed four times the threshold (it then queues none: it does the work).
     private func committed(walPages pages: Int32) -> Bool {
+        let backstop = pages >= 4 * threshold
         let connection = state.withLockedValue { state -> DatabaseQueue? in
             // A WAL smaller than before was restarted by this commit: all its pages are this one's.
             let added = pages > state.walPages ? pages - state.walPages : pages
             state.walPages = pages
             state.counts.largestWAL = max(state.counts.largestWAL, pages)
             state.counts.largestCommit = max(state.counts.largestCommit, added)
-            guard pages >= threshold, !state.running, let connection = state.connection else { return nil }
+            guard pages >= threshold, !backstop, !state.running, let connection = state.connection else { return nil }
             state.running = true
             state.counts.requested += 1
+            idle.lock()
+            idle.unlock(withValue: false)
             return connection
         }
         connection?.asyncWriteWithoutTransaction { db in
@@ -139,8 +157,10 @@ final class WALCheckpointer: Sendable {
                     state.counts.failures += 1
                     state.counts.lastError = "\(error)"
                 }
+                self.idle.lock()
+                self.idle.unlock(withValue: true)
             }
         }
-        return pages >= 4 * threshold
+        return backstop
     }
 }
