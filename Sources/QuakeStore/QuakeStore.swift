@@ -39,6 +39,10 @@ public struct QuakeStore: Sendable {
         try self.init(path: path, walCheckpointPages: WALCheckpointer.defaultThreshold)
     }
 
+    /// The database's page size in bytes: big rows (~700 bytes) and ~100,000 of them per import
+    /// want fewer, larger pages.
+    static let pageSize = 16384
+
     /// ``init(path:)`` with the WAL checkpointed past `walCheckpointPages` pages (tests).
     init(path: String, walCheckpointPages: Int32) throws {
         _ = Self.sqliteConfigured
@@ -48,13 +52,19 @@ public struct QuakeStore: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // The writer's WAL is checkpointed beside its commits, not in them (WALCheckpointer).
-            if !db.configuration.readonly { checkpointer.install(on: db) }
+            if !db.configuration.readonly {
+                checkpointer.install(on: db)
+                // The WAL file shrinks back after a big write. SQLite reuses the file rather than
+                // cut it, so one large import (a backfill, a first pull of a month) would leave it
+                // at its largest for good; with a limit, the first commit after the WAL restarts
+                // cuts the file to the checkpoint threshold's size (or to that commit's, if larger).
+                try db.execute(sql: "PRAGMA journal_size_limit = \(Int(checkpointer.threshold) * Self.pageSize)")
+            }
             // WAL + NORMAL is safe against a crash of the process (a kill -9 mid-import loses
             // only the uncommitted transaction); a power cut may lose the last commits, which
             // the next pull brings back.
-            // Before the file has content (WAL mode is set after this): big rows (~700 bytes)
-            // and ~100,000 of them per import want fewer, larger pages.
-            try db.execute(sql: "PRAGMA page_size = 16384")
+            // Before the file has content (WAL mode is set after this).
+            try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // 12 MB: keeps peak memory bounded (under 64 MB RSS importing 1,000,000 features)
             // while more of the time and magnitude indexes, written in random order, stay cached.

@@ -69,6 +69,47 @@ struct WALCheckpointTests {
         }
     }
 
+    @Test("after one write far past the threshold, the WAL file shrinks back to the threshold's size once the WAL restarts")
+    func walFileShrinksBack() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("quakes.sqlite").path
+            let store = try QuakeStore(path: path, walCheckpointPages: Self.threshold)
+            defer { try? store.close() }
+            let limit = Int(Self.threshold) * QuakeStore.pageSize
+            // One import of 5,000 quakes, one commit of some 350 pages: nine times the threshold.
+            try await Self.importFeatures(batch: 1, count: 5000, into: store)
+            let largest = try Self.walBytes(path)
+            try #require(largest > 4 * limit, "the big import wrote only \(largest) bytes of WAL")
+            // Once that commit's checkpoints have copied the WAL into the database, the next
+            // write restarts the WAL from its start, and its commit cuts the file. (Later small
+            // commits grow the restarted WAL again, so its smallest size counts.)
+            var size = largest
+            for batch in 2...4 {
+                try await Self.waitUntilIdle(store)
+                try await Self.importFeatures(batch: batch, count: 10, into: store)
+                size = min(size, try Self.walBytes(path))
+            }
+            #expect(size <= limit, "the WAL file was never smaller than \(size) bytes after \(largest), against a limit of \(limit)")
+            #expect(store.checkpointer.counts.failures == 0)
+            #expect(try store.allQuakes().count == 5000 + 3 * 10)
+        }
+    }
+
+    /// Waits until no checkpoint beside the writes is queued or running.
+    static func waitUntilIdle(_ store: QuakeStore) async throws {
+        let deadline = ContinuousClock.now + patience
+        while store.checkpointer.isCheckpointing {
+            try #require(ContinuousClock.now < deadline, "checkpoints: \(store.checkpointer.counts)")
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// The size of the WAL file beside the database at `path`.
+    static func walBytes(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+        return (attributes[.size] as? NSNumber)?.intValue ?? 0
+    }
+
     static func importFeatures(batch: Int, count: Int, into store: QuakeStore) async throws {
         let json = feedJSON((0..<count).map { featureJSON(id: "us\(batch)x\($0)") })
         _ = try await store.importFeed(source: "test://wal") { sink in try await sink.send(Array(json.utf8)) }
