@@ -20,19 +20,22 @@ struct WriteWatchTests {
             .takingOwnershipOfDescriptor(inputOutput: fds[0]).get()
         let watch = VarlinkServer.WriteWatch(channel: channel)
         let executor = HoldingExecutor()
-        let frame = ByteBuffer(string: #"{"parameters":{"head":1}}"# + "\0")
+        // Far more than a socket's buffers: the write cannot complete before the client reads,
+        // so the writing task is suspended, awaiting it, by the time the client does.
+        let frame = ByteBuffer(repeating: UInt8(ascii: "x"), count: 8 << 20)
         let writing = Task(executorPreference: executor) {
             // From here on the executor keeps the jobs it is given, as a pool whose threads are all
             // busy would: the task's resumption after the write among them.
             executor.hold()
             try await watch.write(frame)
         }
+        // The write has begun and the task has given its thread back: it awaits the write.
+        try await Self.waitUntil("the writing task never suspended") { watch.isBusy && executor.isIdle }
         // The client reads the whole frame: the socket took it.
-        let received = try Self.read(fds[1], count: frame.readableBytes, within: .seconds(10))
-        #expect(received == Array(frame.readableBytesView))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while watch.isBusy, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(executor.heldJobs >= 1, "the writing task resumed: the test did not hold it")
+        let received = try Self.read(fds[1], count: frame.readableBytes, within: .seconds(60))
+        #expect(received == frame.readableBytes)
+        // The write's completion resumes the task: a job the executor holds.
+        try await Self.waitUntil("the writing task's resumption never came") { executor.heldJobs >= 1 }
         #expect(!watch.isBusy, "the write still counts as waiting after the socket took its bytes")
         #expect(!watch.isStalled(before: .now + .seconds(3600)))
         executor.release()
@@ -41,22 +44,33 @@ struct WriteWatchTests {
         try await channel.close()
     }
 
-    /// `count` bytes from `fd`, or a failure after `within`.
-    static func read(_ fd: Int32, count: Int, within limit: Duration) throws -> [UInt8] {
+    /// Waits until `condition` holds, or fails with `failure` after a minute.
+    static func waitUntil(_ failure: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw WaitFailed(what: failure) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    struct WaitFailed: Error { var what: String }
+
+    /// Reads `count` bytes from `fd` and returns how many it read, or fails after `within`.
+    static func read(_ fd: Int32, count: Int, within limit: Duration) throws -> Int {
         let deadline = ContinuousClock.now + limit
-        var bytes: [UInt8] = []
-        while bytes.count < count {
+        var received = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while received < count {
             var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard ContinuousClock.now < deadline, poll(&pending, 1, 100) >= 0 else {
-                throw ReadFailed(received: bytes.count)
+                throw ReadFailed(received: received)
             }
             guard pending.revents != 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: count - bytes.count)
-            let n = Glibc.read(fd, &chunk, chunk.count)
-            guard n > 0 else { throw ReadFailed(received: bytes.count) }
-            bytes += chunk.prefix(n)
+            let n = Glibc.read(fd, &chunk, min(chunk.count, count - received))
+            guard n > 0 else { throw ReadFailed(received: received) }
+            received += n
         }
-        return bytes
+        return received
     }
 
     struct ReadFailed: Error { var received: Int }
@@ -69,6 +83,7 @@ final class HoldingExecutor: TaskExecutor, @unchecked Sendable {
     /// Guarded by `condition`.
     private var jobs: [UnownedJob] = []
     private var held = false
+    private var running = false
 
     init() {
         let thread = Thread { [self] in self.runLoop() }
@@ -97,6 +112,13 @@ final class HoldingExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether it has no job to run and runs none.
+    var isIdle: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.isEmpty && !running
+    }
+
     /// The jobs waiting while held.
     var heldJobs: Int {
         condition.lock()
@@ -109,8 +131,12 @@ final class HoldingExecutor: TaskExecutor, @unchecked Sendable {
             condition.lock()
             while jobs.isEmpty || held { condition.wait() }
             let job = jobs.removeFirst()
+            running = true
             condition.unlock()
             job.runSynchronously(on: asUnownedTaskExecutor())
+            condition.lock()
+            running = false
+            condition.unlock()
         }
     }
 }
