@@ -269,3 +269,15 @@ public enum EventChange: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension AssociationConfiguration {
+    /// The version of the rules `Associator` groups, names and prefers by: counted up whenever a
+    /// change to them would group a store's reports differently, so that a store grouped under
+    /// older rules is regrouped whole (see ``fingerprint``).
+    public static let rulesVersion = 1
+
+    /// A text that is the same for two configurations exactly when they group, name and prefer
+    /// alike under these rules: what a store keeps beside its events, to know whether they were
+    /// grouped under the configuration it imports with.
+    public var fingerprint: String { "rules \(Self.rulesVersion); \(String(reflecting: self))" }
+}

@@ -196,7 +196,14 @@ public struct Associator: Sendable {
     /// Applies items in order, recomputing once for them all; returns the net changes.
     /// Creations and updates come first (by id), then deletions (by id), so a deletion's
     /// successor is already there.
-    public mutating func apply(_ items: some Sequence<SourceItem>) -> [EventChange] {
+    ///
+    /// `isTaken` says whether an event this associator does not hold has an id: an associator
+    /// restored from a part of a store (the whole components of the reports a change touches)
+    /// names a new event only by an id no event of the whole store has. It is asked only of ids
+    /// this associator holds no event under.
+    public mutating func apply(_ items: some Sequence<SourceItem>, isTaken: (String) -> Bool = { _ in false })
+        -> [EventChange]
+    {
         var seeds = Set<Int>()  // slots whose component (before their change) is recomputed
         var oldEvents = Set<String>()
         var freed: [Int] = []
@@ -254,7 +261,7 @@ public struct Associator: Sendable {
         var visited = Set<Int>()
         let affected = component(from: seeds.filter { slots[$0] != nil }, visited: &visited)
         lastRegroupedCount = affected.count
-        let changes = regroup(affected, oldEvents: oldEvents)
+        let changes = regroup(affected, oldEvents: oldEvents, isTaken: isTaken)
         freeSlots.append(contentsOf: freed)
         return changes
     }
@@ -414,9 +421,9 @@ public struct Associator: Sendable {
     }
 
     /// Recomputes the groups of `affected` and maps them onto the old events.
-    private mutating func regroup(_ affected: [Int], oldEvents: Set<String>, reserved: Set<String> = [])
-        -> [EventChange]
-    {
+    private mutating func regroup(
+        _ affected: [Int], oldEvents: Set<String>, reserved: Set<String> = [], isTaken: (String) -> Bool
+    ) -> [EventChange] {
         var old = oldEvents
         for slot in affected { if let id = eventOfSlot[slot] { old.insert(id) } }
         let groups = group(affected)
@@ -472,7 +479,9 @@ public struct Associator: Sendable {
                 id = kept
             } else {
                 // The founding report's own id; its key, then #2, #3... when that is taken.
-                func free(_ id: String) -> Bool { records[id] == nil && !taken.contains(id) && !reserved.contains(id) }
+                func free(_ id: String) -> Bool {
+                    records[id] == nil && !taken.contains(id) && !reserved.contains(id) && !isTaken(id)
+                }
                 id = preferred.id
                 if id.isEmpty || !free(id) {
                     let base = ReportKey(preferred).description
@@ -608,15 +617,23 @@ extension Associator {
     /// events stays with the first by id (a second event with an id already seen is dropped
     /// and its members count as in no event); a report in no event is regrouped; a tombstone
     /// for a key with a current report is dropped.
-    public static func restore(_ snapshot: AssociationSnapshot, configuration: AssociationConfiguration)
-        -> (associator: Associator, changes: [EventChange])
-    {
+    ///
+    /// A snapshot may be a part of a store: whole connected components of its candidate graph
+    /// (every report joined to one of them by an id link or a candidate pair is in it, and so
+    /// is every member of their events), the tombstones of the keys the next items name, and
+    /// the store's last creation number. Such an associator behaves, for items whose reports
+    /// and their old versions are all within the part's components or joined to nothing outside
+    /// them, as the whole store's would, given `isTaken` (see ``apply(_:isTaken:)``).
+    public static func restore(
+        _ snapshot: AssociationSnapshot, configuration: AssociationConfiguration,
+        isTaken: (String) -> Bool = { _ in false }
+    ) -> (associator: Associator, changes: [EventChange]) {
         var associator = Associator(configuration: configuration)
-        let changes = associator.load(snapshot)
+        let changes = associator.load(snapshot, isTaken: isTaken)
         return (associator, changes)
     }
 
-    private mutating func load(_ snapshot: AssociationSnapshot) -> [EventChange] {
+    private mutating func load(_ snapshot: AssociationSnapshot, isTaken: (String) -> Bool) -> [EventChange] {
         for report in snapshot.reports {
             let key = ReportKey(report)
             if let slot = slotOfKey[key] {
@@ -657,7 +674,7 @@ extension Associator {
         sequence = max(snapshot.lastCreated, records.values.map(\.created).max() ?? 0)
         let all = Array(slots.indices)
         lastRegroupedCount = all.count
-        var changes = all.isEmpty ? [] : regroup(all, oldEvents: Set(records.keys), reserved: Set(emptied))
+        var changes = all.isEmpty ? [] : regroup(all, oldEvents: Set(records.keys), reserved: Set(emptied), isTaken: isTaken)
         // Stored events with no report left are deleted, among the deletions by id; those whose
         // stored preferred report is gone are updated (their row shows it).
         if !emptied.isEmpty || !stalePreferred.isEmpty {

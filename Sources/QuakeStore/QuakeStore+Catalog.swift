@@ -154,9 +154,9 @@ extension QuakeStore {
         job id: Int64, windowEnd: Int64, span: Int64, source name: String, items: [SourceItem], query: String,
         association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
     ) async throws -> SourceImportReport {
-        let cache = associatorCache
+        let settings = sourceImportSettings
         let commitSignal = commitSignal
-        return try await writeAssociating { db in
+        return try await pool.write { db in
             let run = try Row.fetchOne(
                 db, sql: "SELECT lastAttempt, lastSuccess, lastError, lastQuery FROM sources WHERE name = ?",
                 arguments: [name])
@@ -164,7 +164,7 @@ extension QuakeStore {
                 db: db, author: .backfill, source: query, now: now, commitSignal: commitSignal)
             let report = try db.associateSourceItems(
                 name, batches: [items], position: nil, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+                expireBefore: expiringBefore.map(Self.milliseconds), settings: settings, recorder: &recorder)
             // The source's last run stays the last run's (NULL when it has not run yet).
             try db.execute(
                 sql: "UPDATE sources SET lastAttempt = ?, lastSuccess = ?, lastError = ?, lastQuery = ? WHERE name = ?",

@@ -75,62 +75,33 @@ public struct SourceState: Sendable, Hashable {
     }
 }
 
-/// The store's associator, kept in memory between source imports, shared by every copy of one
-/// ``QuakeStore`` value.
-///
-/// The entry is valid only for the configuration it was built with and for the tables as the
-/// import that built it left them: the `associationState` table's generation, which every source
-/// import counts up, says whether another store value or process has written since.
-///
-/// An import takes the entry out (``take()``), so that the associator is the import's alone and
-/// changes in place (kept in the cache as well, its first change would copy all of it). The new
-/// entry is kept when the transaction commits, before the writer's next transaction; when it
-/// rolls back, the associator is restored from the tables as the rollback left them
-/// (``QuakeStore/restoreAssociatorAfterRollback()``, by the caller of the write once it has
-/// failed: SQLite refuses reads in the rollback's callback), so a failed import leaves one equal
-/// to the old. Until then, or when the restore finds changes to publish, the cache is empty and
-/// the next import restores.
-final class AssociatorCache: Sendable {
-    struct Entry: Sendable {
-        var configuration: AssociationConfiguration
-        var generation: Int64
-        var associator: Associator
+/// What the source imports of one ``QuakeStore`` value (and its copies) share in memory: the
+/// association configuration the last one ran under, and a test hook. The associator itself is
+/// not kept: each import restores the part of the store it touches from the tables (see
+/// ``AssociationPart``), so nothing in memory outlives its transaction.
+final class SourceImportSettings: Sendable {
+    private let state = NIOLockedValueBox<
+        (configuration: AssociationConfiguration?, failBeforeCommit: Bool, lastRestore: Restore?)
+    >((nil, false, nil))
+
+    /// What an import restored its associator from: how many reports, and whether the whole
+    /// store (the stored events were grouped under another configuration) or a part.
+    struct Restore: Sendable, Hashable {
+        var reports: Int
+        var wholeStore: Bool
     }
 
-    private let state = NIOLockedValueBox<(entry: Entry?, failBeforeCommit: Bool, restore: AssociationConfiguration?)>(
-        (nil, false, nil))
-
-    var entry: Entry? {
-        state.withLockedValue { $0.entry }
+    /// What the last source import of this store value restored (tests and benchmarks).
+    var lastRestore: Restore? {
+        get { state.withLockedValue { $0.lastRestore } }
+        set { state.withLockedValue { $0.lastRestore = newValue } }
     }
 
-    /// Takes the entry out, leaving none.
-    func take() -> Entry? {
-        state.withLockedValue { state in
-            defer { state.entry = nil }
-            return state.entry
-        }
-    }
-
-    /// A rolled-back import took the entry: ``QuakeStore/restoreAssociatorAfterRollback()`` restores
-    /// it from the tables with `configuration`.
-    func requestRestore(_ configuration: AssociationConfiguration) {
-        state.withLockedValue { $0.restore = configuration }
-    }
-
-    func takeRestoreRequest() -> AssociationConfiguration? {
-        state.withLockedValue { state in
-            defer { state.restore = nil }
-            return state.restore
-        }
-    }
-
-    /// Keeps `entry` unless a newer generation is already kept (two imports finishing out of order).
-    func store(_ entry: Entry) {
-        state.withLockedValue { state in
-            if let kept = state.entry, kept.generation > entry.generation { return }
-            state.entry = entry
-        }
+    /// The configuration the last source import ran under: a USGS feed import given none
+    /// associates with it (the default before any).
+    var configuration: AssociationConfiguration? {
+        get { state.withLockedValue { $0.configuration } }
+        set { state.withLockedValue { $0.configuration = newValue } }
     }
 
     /// Tests: when set, the next source import throws after it has written everything, just before
@@ -148,7 +119,7 @@ final class AssociatorCache: Sendable {
     }
 }
 
-/// The error the test hook ``AssociatorCache/failNextImportBeforeCommit`` throws.
+/// The error the test hook ``SourceImportSettings/failNextImportBeforeCommit`` throws.
 struct InjectedSourceImportFailure: Error {}
 
 extension QuakeStore {
@@ -172,12 +143,15 @@ extension QuakeStore {
     /// nil), the attempt and success times and `query`, the error cleared. Retraction tombstones
     /// older than ``reportTombstoneRetention`` are purged.
     ///
-    /// The associator is kept in memory between imports. It is rebuilt from the tables (and the
-    /// changes the rebuild finds are applied and published in this transaction) when `association`
-    /// differs from the one it was built with, on the first import after the store was opened,
-    /// and when another writer imported since. When the transaction fails, the tables, the quake
-    /// rows and the associator in memory are all left as they were, and the error (SQLite's) is
-    /// thrown; the caller records it with ``recordSourceFailure(_:error:now:)``.
+    /// The associator is restored from the tables for each import, from the part of the store
+    /// the items touch (``AssociationPart``: the whole connected components of their reports,
+    /// before and after), so that memory follows the run, not the store. When `association` is
+    /// not the configuration the stored events were grouped under (`associationState.configuration`,
+    /// NULL in a store from before it was kept), the whole store is restored and regrouped once
+    /// under it, and the changes the regrouping finds are applied and published in this
+    /// transaction. When the transaction fails, the tables and the quake rows are left as they
+    /// were, and the error (SQLite's) is thrown; the caller records it with
+    /// ``recordSourceFailure(_:error:now:)``.
     ///
     /// The first source import enters association mode (QuakeStore+UsgsSource.swift): the USGS
     /// feed's rows stored until then become reports of source `usgs`, each its own event under its
@@ -189,48 +163,15 @@ extension QuakeStore {
         _ name: String, items: [SourceItem], position: Int64?, query: String?,
         association: AssociationConfiguration, now: Date = Date(), expiringBefore: Date? = nil
     ) async throws -> SourceImportReport {
-        let cache = associatorCache
+        let settings = sourceImportSettings
         let commitSignal = commitSignal
-        return try await writeAssociating { db in
+        return try await pool.write { db in
             var recorder = try HistoryRecorder(
                 db: db, author: .import, source: query ?? "source \(name)", now: now, commitSignal: commitSignal)
             return try db.associateSourceItems(
                 name, batches: [items], position: position, query: query, association: association, now: now,
-                expireBefore: expiringBefore.map(Self.milliseconds), cache: cache, recorder: &recorder)
+                expireBefore: expiringBefore.map(Self.milliseconds), settings: settings, recorder: &recorder)
         }
-    }
-
-    /// A write that associates (``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``):
-    /// when it fails, the associator its rolled-back transaction took is restored
-    /// (``restoreAssociatorAfterRollback()``) before the error is thrown on.
-    func writeAssociating<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.write(updates)
-        } catch {
-            restoreAssociatorAfterRollback()
-            throw error
-        }
-    }
-
-    /// After a write that failed: when its transaction rolled back a source import's associator
-    /// (taken out of the cache), restores the associator from the tables as the rollback left
-    /// them, unless the restore finds changes to publish (then the next import restores and
-    /// publishes them). Another import may have committed since: the cache keeps the newer one.
-    func restoreAssociatorAfterRollback() {
-        guard let configuration = associatorCache.takeRestoreRequest() else { return }
-        guard
-            let (generation, snapshot) = try? pool.read({ db in
-                (
-                    try Int64.fetchOne(db, sql: "SELECT generation FROM associationState")!,
-                    try Self.associationSnapshot(db)
-                )
-            })
-        else { return }
-        let restored = Associator.restore(snapshot, configuration: configuration)
-        guard restored.changes.isEmpty else { return }
-        associatorCache.store(
-            AssociatorCache.Entry(configuration: configuration, generation: generation, associator: restored.associator)
-        )
     }
 
     /// Keeps a failed run's error for status (lastAttempt, lastError); the position stays.
@@ -536,11 +477,12 @@ extension Database {
     /// the usgs report that superseded it: an event deleted because it lost that report is
     /// published as superseded by the event now holding the winner.
     ///
-    /// The associator is kept in `cache` once the transaction commits; on a rollback the cache
-    /// asks for a restore (``QuakeStore/restoreAssociatorAfterRollback()``, the caller's).
+    /// The associator is restored from the part of the store the items touch (``AssociationPart``),
+    /// or from the whole store when the stored events were grouped under another configuration
+    /// (or none is recorded) and when entering association mode, and dropped with the transaction.
     func associateSourceItems(
         _ name: String, batches: [[SourceItem]], position: Int64?, query: String?,
-        association: AssociationConfiguration, now: Date, expireBefore: Int64?, cache: AssociatorCache,
+        association: AssociationConfiguration, now: Date, expireBefore: Int64?, settings: SourceImportSettings,
         recorder: inout HistoryRecorder, usgsSupersededBy: [String: String] = [:]
     ) throws -> SourceImportReport {
         let db = self
@@ -548,24 +490,7 @@ extension Database {
         importer.usgsSupersededBy = usgsSupersededBy
         let nowMilliseconds = QuakeStore.milliseconds(now)
         let bootstrapped = try QuakeStore.enterAssociationMode(db)
-        // The associator is taken out of the cache below: a rollback asks for it back.
-        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in cache.requestRestore(association) })
-
-        // The associator: the one in memory when it is the tables' as they are now, else rebuilt.
-        let generation = try Int64.fetchOne(db.cachedStatement(sql: "SELECT generation FROM associationState"))!
-        var associator: Associator
-        if let kept = cache.take(), kept.generation == generation, kept.configuration == association {
-            associator = kept.associator
-        } else {
-            let restored = Associator.restore(try QuakeStore.associationSnapshot(db), configuration: association)
-            associator = restored.associator
-            try importer.publish(restored.changes, associator: associator, recorder: &recorder)
-        }
-        if bootstrapped {
-            // The USGS rows are events now: each gains its agency and contributors, an update
-            // clients follow like any other (once, on entering association mode).
-            try importer.republishAll(associator: associator, recorder: &recorder)
-        }
+        settings.configuration = association
 
         // The items, counted against the reports as they were before them.
         var report = SourceImportReport(items: batches.reduce(0) { $0 + $1.count })
@@ -580,6 +505,40 @@ extension Database {
                 report.ignored += before - batches[i].count
             }
         }
+
+        // The associator: the part of the store the items touch, when the stored events were
+        // grouped under this configuration; else the whole store, regrouped under it.
+        let fingerprint = association.fingerprint
+        let grouped = try String.fetchOne(db.cachedStatement(sql: "SELECT configuration FROM associationState"))
+        var associator: Associator
+        let outside: OutsideEvents
+        if bootstrapped || grouped != fingerprint {
+            outside = OutsideEvents()
+            let snapshot = try QuakeStore.associationSnapshot(db)
+            settings.lastRestore = .init(reports: snapshot.reports.count, wholeStore: true)
+            let restored = Associator.restore(snapshot, configuration: association)
+            associator = restored.associator
+            try importer.publish(restored.changes, associator: associator, outside: outside, recorder: &recorder)
+            try db.cachedStatement(sql: "UPDATE associationState SET configuration = ?").execute(arguments: [
+                fingerprint
+            ])
+        } else {
+            let reader = try AssociationPartReader(db, configuration: association)
+            let part = try reader.part(for: batches.flatMap { $0 })
+            settings.lastRestore = .init(reports: part.snapshot.reports.count, wholeStore: false)
+            outside = OutsideEvents(reader: reader, inside: part.eventIDs)
+            let restored = Associator.restore(part.snapshot, configuration: association, isTaken: outside.has)
+            try outside.check()
+            associator = restored.associator
+            // Empty unless the tables disagree with the rules (a repair, as a whole restore makes).
+            try importer.publish(restored.changes, associator: associator, outside: outside, recorder: &recorder)
+        }
+        if bootstrapped {
+            // The USGS rows are events now: each gains its agency and contributors, an update
+            // clients follow like any other (once, on entering association mode).
+            try importer.republishAll(associator: associator, outside: outside, recorder: &recorder)
+        }
+
         let items = batches.flatMap { $0 }
         var keys: [ReportKey] = []
         var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
@@ -602,8 +561,9 @@ extension Database {
 
         var changes: [EventChange] = []
         for batch in batches where !batch.isEmpty {
-            changes += associator.apply(batch)
+            changes += associator.apply(batch, isTaken: outside.has)
         }
+        try outside.check()
         try db.countAssociationChanges(changes, associator: associator)
         for key in keys {
             let kept = before[key]
@@ -615,18 +575,18 @@ extension Database {
         // items: they count as written no more, so that the republishing below writes them again
         // when a revised member or a namesake changed them.
         importer.forgetPublished()
-        try importer.publish(changes, associator: associator, recorder: &recorder)
+        try importer.publish(changes, associator: associator, outside: outside, recorder: &recorder)
         // A revised report that is not its event's preferred one leaves the event as the
         // associator sees it (same members, same preferred report), but not its row: the
         // contributors carry every member's solution.
         try importer.republishEvents(
             of: keys.filter { before[$0]?.report != associator.report($0) }, associator: associator,
-            recorder: &recorder)
-        try importer.republishNamesakes(associator: associator, recorder: &recorder)
+            outside: outside, recorder: &recorder)
+        try importer.republishNamesakes(associator: associator, outside: outside, recorder: &recorder)
+        try outside.check()
 
         // Retractions are remembered for the retention horizon.
         let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
-        _ = associator.purgeTombstones(olderThan: cutoff)
         try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE updated < ?").execute(arguments: [cutoff])
 
         try db.cachedStatement(
@@ -650,11 +610,7 @@ extension Database {
         report.updated = committed.updated
         report.deleted = committed.deleted
         report.superseded = committed.superseded
-        // Committed, the associator is the tables' (kept before the writer's next transaction).
-        let entry = AssociatorCache.Entry(
-            configuration: association, generation: generation + 1, associator: associator)
-        db.afterNextTransaction(onCommit: { _ in cache.store(entry) })
-        if cache.takeFailure() { throw InjectedSourceImportFailure() }
+        if settings.takeFailure() { throw InjectedSourceImportFailure() }
         return report
     }
 }
@@ -671,7 +627,7 @@ struct SourceImport {
     private var published: Set<String> = []
     private var changedIDs: Set<String> = []
     /// Usgs reports deleted as superseded, and the usgs report that superseded each (see
-    /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
+    /// ``Database/associateSourceItems(_:batches:position:query:association:now:expireBefore:settings:recorder:usgsSupersededBy:)``).
     var usgsSupersededBy: [String: String] = [:]
     /// The per-report and per-event statements, prepared once (cached by the connection) and
     /// driven through the SQLite C API (see ``RawStatement``).
@@ -727,7 +683,9 @@ struct SourceImport {
     }
 
     /// Writes each changed event and its quake row, recording the row's change.
-    mutating func publish(_ changes: [EventChange], associator: Associator, recorder: inout HistoryRecorder) throws {
+    mutating func publish(
+        _ changes: [EventChange], associator: Associator, outside: OutsideEvents, recorder: inout HistoryRecorder
+    ) throws {
         for change in changes {
             changedIDs.insert(change.eventID)
             switch change {
@@ -745,7 +703,7 @@ struct SourceImport {
                     if let report = associator.report(key) { members.append(report) }
                 }
                 try publish(
-                    event, members: members, associator: associator, recorder: &recorder,
+                    event, members: members, associator: associator, outside: outside, recorder: &recorder,
                     isCreated: { if case .created = change { true } else { false } }())
             case .deleted(let id, var survivor):
                 if survivor == nil, let winner = usgsSupersededBy[id] {
@@ -767,19 +725,28 @@ struct SourceImport {
     /// Writes the rows of the events not written yet that hold a report whose id is the id of an
     /// event this transaction created, updated or deleted: their `ids` leave out a member id while
     /// another event has it (``QuakeStore/feature(of:members:now:isOtherEvent:)``), so they change
-    /// when such an event comes or goes.
-    mutating func republishNamesakes(associator: Associator, recorder: inout HistoryRecorder) throws {
+    /// when such an event comes or goes. Such an event may be outside the part of the store the
+    /// associator holds: the tables say which (they name the associator's events by now) and
+    /// give its members.
+    mutating func republishNamesakes(
+        associator: Associator, outside: OutsideEvents, recorder: inout HistoryRecorder
+    ) throws {
         var holders = Set<String>()
         for id in changedIDs.sorted() {
-            // The reports table names the associator's events (this run wrote them).
             holders.formUnion(associator.events(holdingReportID: id))
+            if let reader = outside.reader { holders.formUnion(try reader.events(holdingReportID: id)) }
             holders.remove(id)
         }
         for id in holders.subtracting(published).sorted() {
-            guard let event = associator.event(id: id) else { continue }
-            try publish(
-                event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
-                recorder: &recorder)
+            if let event = associator.event(id: id) {
+                try publish(
+                    event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
+                    outside: outside, recorder: &recorder)
+            } else if let reader = outside.reader, !outside.inside.contains(id),
+                let (event, members) = try reader.storedEvent(id)
+            {
+                try publish(event, members: members, associator: associator, outside: outside, recorder: &recorder)
+            }
         }
     }
 
@@ -788,40 +755,43 @@ struct SourceImport {
 
     /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
     /// changing their event as the associator compares them: see ``Event``).
-    mutating func republishEvents(of keys: [ReportKey], associator: Associator, recorder: inout HistoryRecorder)
-        throws
-    {
+    mutating func republishEvents(
+        of keys: [ReportKey], associator: Associator, outside: OutsideEvents, recorder: inout HistoryRecorder
+    ) throws {
         let ids = Set(keys.compactMap { associator.event(containing: $0)?.id }).subtracting(published)
         for id in ids.sorted() {
             guard let event = associator.event(id: id) else { continue }
             try publish(
                 event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
-                recorder: &recorder)
+                outside: outside, recorder: &recorder)
         }
     }
 
     /// Writes every event's row (entering association mode: see ``QuakeStore/enterAssociationMode(_:)``).
-    mutating func republishAll(associator: Associator, recorder: inout HistoryRecorder) throws {
+    mutating func republishAll(associator: Associator, outside: OutsideEvents, recorder: inout HistoryRecorder)
+        throws
+    {
         for event in associator.events {
             try publish(
                 event, members: event.reports.compactMap { associator.report($0) }, associator: associator,
-                recorder: &recorder)
+                outside: outside, recorder: &recorder)
         }
     }
 
     private mutating func publish(
-        _ event: Event, members: [SourceReport], associator: Associator, recorder: inout HistoryRecorder,
-        isCreated: Bool = false
+        _ event: Event, members: [SourceReport], associator: Associator, outside: OutsideEvents,
+        recorder: inout HistoryRecorder, isCreated: Bool = false
     ) throws {
         published.insert(event.id)
-        var feature = QuakeStore.feature(of: event, members: members, now: now) { associator.event(id: $0) != nil }
+        // Another event has the id: one the associator holds, or a stored one outside its part.
+        let isOtherEvent = { (id: String) in associator.event(id: id) != nil || outside.has(id) }
+        var feature = QuakeStore.feature(of: event, members: members, now: now, isOtherEvent: isOtherEvent)
         if let usgs = members.first(where: { $0.source == QuakeStore.usgsSource }),
             let row = try statements.usgsRow(usgs.id)
         {
             feature = QuakeStore.feature(
                 feature, withUsgsRow: row, onlyMember: members.count == 1,
-                preferred: event.preferred.source == QuakeStore.usgsSource
-            ) { associator.event(id: $0) != nil }
+                preferred: event.preferred.source == QuakeStore.usgsSource, isOtherEvent: isOtherEvent)
         }
         (feature.agency, feature.contributors) = QuakeStore.contributorFields(
             preferred: event.preferred, members: members)

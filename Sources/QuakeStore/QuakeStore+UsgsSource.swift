@@ -155,11 +155,11 @@ extension Database {
     /// `usgsReports` changed (`collected`) become items of source `usgs` (retractions first, then
     /// reports, so that a report superseding another under a new id founds its own event as in
     /// plain mode), associated and published with the transaction's history (`author`, `source`).
-    /// Returns `report` with the counts of the published history (the associator is kept once
-    /// the transaction commits, see ``associateSourceItems(_:batches:position:query:association:now:expireBefore:cache:recorder:usgsSupersededBy:)``).
+    /// Returns `report` with the counts of the published history (see
+    /// ``associateSourceItems(_:batches:position:query:association:now:expireBefore:settings:recorder:usgsSupersededBy:)``).
     func associateUsgsChanges(
         _ collected: CollectedChanges, report: ImportReport, author: HistoryAuthor, now: Date,
-        expireBefore: Int64?, association: AssociationConfiguration, cache: AssociatorCache,
+        expireBefore: Int64?, association: AssociationConfiguration, settings: SourceImportSettings,
         commitSignal: CommitSignal
     ) throws -> ImportReport {
         var retractions: [SourceItem] = []
@@ -181,7 +181,7 @@ extension Database {
             db: self, author: author, source: report.source, now: now, commitSignal: commitSignal)
         let published = try associateSourceItems(
             QuakeStore.usgsSource, batches: [retractions, reports], position: nil, query: report.source,
-            association: association, now: now, expireBefore: expireBefore, cache: cache, recorder: &recorder,
+            association: association, now: now, expireBefore: expireBefore, settings: settings, recorder: &recorder,
             usgsSupersededBy: collected.supersededBy)
         var report = report
         report.token = published.token

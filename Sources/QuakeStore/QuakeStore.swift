@@ -21,8 +21,9 @@ public struct QuakeStore: Sendable {
     /// Signalled when a write through this store has committed a history transaction, so that
     /// whoever waits for commits hears of it at once; shared by every copy of this value.
     let commitSignal = CommitSignal()
-    /// The associator of the source imports, kept between them; shared by every copy of this value.
-    let associatorCache = AssociatorCache()
+    /// What the source imports share in memory (their last configuration); shared by every copy
+    /// of this value.
+    let sourceImportSettings = SourceImportSettings()
     /// Checkpoints the WAL after commits rather than in them; shared by every copy of this value.
     let checkpointer: WALCheckpointer
 
@@ -142,8 +143,8 @@ public struct QuakeStore: Sendable {
     ///
     /// In association mode (see QuakeStore+UsgsSource.swift) the document is imported into the
     /// `usgs` source's reports and its changes associated with the other sources' reports under
-    /// `association` (nil: the configuration of the associator in memory, from the last source
-    /// import, or the default); the report's history counts are the published rows'.
+    /// `association` (nil: the configuration this store value's last source import ran under, or
+    /// the default); the report's history counts are the published rows'.
     func importDocument(
         source: String, author: HistoryAuthor, maxBytes: Int?, now: Date, expiringBefore: Date?,
         association: AssociationConfiguration? = nil,
@@ -155,56 +156,49 @@ public struct QuakeStore: Sendable {
         let pipe = ChunkPipe()
         let storeID = storeID
         let commitSignal = commitSignal
-        let cache = associatorCache
-        var report: ImportReport
-        do {
-            report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
-                group.addTask {
-                    // Parses the document as it arrives (QuakeFeed), for the import to apply.
-                    await pipe.produce(maxBytes: maxBytes, produce)
-                    return nil
-                }
-                group.addTask {
-                    defer { pipe.closeConsumer() }
-                    do {
-                        let report = try await pool.write { db -> ImportReport in
-                            let associated = try Self.isAssociationMode(db)
-                            var feedImport = try FeedImport(
-                                db: db, report: ImportReport(store: storeID, source: source), now: now,
-                                expireBefore: expireBefore, author: author, commitSignal: commitSignal,
-                                tables: associated ? .usgsReports : .quakes)
-                            var report = try feedImport.run(pipe: pipe)
-                            if associated, let collected = feedImport.recorder.collected {
-                                report = try db.associateUsgsChanges(
-                                    collected, report: report, author: author, now: now,
-                                    expireBefore: expiringBefore.map { Self.milliseconds($0) },
-                                    association: association ?? cache.entry?.configuration
-                                        ?? AssociationConfiguration(),
-                                    cache: cache, commitSignal: commitSignal)
-                            }
-                            try finish(db, report)
-                            return report
-                        }
-                        return report
-                    } catch is CancellationError {
-                        throw ImportError(kind: .cancelled, message: "the import was cancelled")
-                    } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
-                        throw ImportError(kind: .cancelled, message: "the import was cancelled")
-                    } catch let error as DatabaseError {
-                        throw ImportError(
-                            kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
-                    }
-                }
-                var report: ImportReport?
-                for try await result in group {
-                    if let result { report = result }
-                }
-                return report!
+        let settings = sourceImportSettings
+        var report = try await withThrowingTaskGroup(of: ImportReport?.self) { group in
+            group.addTask {
+                // Parses the document as it arrives (QuakeFeed), for the import to apply.
+                await pipe.produce(maxBytes: maxBytes, produce)
+                return nil
             }
-        } catch {
-            // A rolled-back association took the associator out of the cache.
-            restoreAssociatorAfterRollback()
-            throw error
+            group.addTask {
+                defer { pipe.closeConsumer() }
+                do {
+                    let report = try await pool.write { db -> ImportReport in
+                        let associated = try Self.isAssociationMode(db)
+                        var feedImport = try FeedImport(
+                            db: db, report: ImportReport(store: storeID, source: source), now: now,
+                            expireBefore: expireBefore, author: author, commitSignal: commitSignal,
+                            tables: associated ? .usgsReports : .quakes)
+                        var report = try feedImport.run(pipe: pipe)
+                        if associated, let collected = feedImport.recorder.collected {
+                            report = try db.associateUsgsChanges(
+                                collected, report: report, author: author, now: now,
+                                expireBefore: expiringBefore.map { Self.milliseconds($0) },
+                                association: association ?? settings.configuration
+                                    ?? AssociationConfiguration(),
+                                settings: settings, commitSignal: commitSignal)
+                        }
+                        try finish(db, report)
+                        return report
+                    }
+                    return report
+                } catch is CancellationError {
+                    throw ImportError(kind: .cancelled, message: "the import was cancelled")
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+                    throw ImportError(kind: .cancelled, message: "the import was cancelled")
+                } catch let error as DatabaseError {
+                    throw ImportError(
+                        kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")")
+                }
+            }
+            var report: ImportReport?
+            for try await result in group {
+                if let result { report = result }
+            }
+            return report!
         }
         report.durationMs = Int((ContinuousClock.now - started) / .milliseconds(1))
         return report

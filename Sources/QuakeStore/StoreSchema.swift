@@ -491,6 +491,50 @@ enum StoreSchema {
             // that inserted, kept until history's purge) for every changed quake.
             try db.execute(sql: "CREATE INDEX historyChanges_quakeId ON historyChanges (quakeId, token)")
         }
+        migrator.registerMigration("v17-association-parts") { db in
+            // A source import associates a part of the store read from the tables (the whole
+            // connected components its items touch: QuakeStore+AssociationPart.swift), not an
+            // associator in memory holding every report. It follows id links both ways: the
+            // reports whose `links` name an id come from this index of each report's links (its
+            // own id and empty ids left out, as the associator leaves them out), kept by triggers
+            // whoever writes `reports`. An INSERT OR REPLACE fires no delete trigger (recursive
+            // triggers are off), so the insert trigger first drops the replaced report's links.
+            try db.execute(
+                sql: """
+                    CREATE TABLE reportLinks (
+                        link TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        PRIMARY KEY (link, source, id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX reportLinks_report ON reportLinks (source, id);
+                    INSERT OR IGNORE INTO reportLinks (link, source, id)
+                        SELECT l.value, r.source, r.id FROM reports r, json_each(r.links) l
+                        WHERE l.type = 'text' AND l.value <> '' AND l.value <> r.id;
+                    CREATE TRIGGER reports_links_insert AFTER INSERT ON reports BEGIN
+                        DELETE FROM reportLinks WHERE source = NEW.source AND id = NEW.id;
+                        INSERT OR IGNORE INTO reportLinks (link, source, id)
+                            SELECT l.value, NEW.source, NEW.id FROM json_each(NEW.links) l
+                            WHERE NEW.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> NEW.id;
+                    END;
+                    CREATE TRIGGER reports_links_update AFTER UPDATE OF source, id, links ON reports BEGIN
+                        DELETE FROM reportLinks WHERE source = OLD.source AND id = OLD.id;
+                        INSERT OR IGNORE INTO reportLinks (link, source, id)
+                            SELECT l.value, NEW.source, NEW.id FROM json_each(NEW.links) l
+                            WHERE NEW.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> NEW.id;
+                    END;
+                    CREATE TRIGGER reports_links_delete AFTER DELETE ON reports BEGIN
+                        DELETE FROM reportLinks WHERE source = OLD.source AND id = OLD.id;
+                    END;
+                    """)
+            // The configuration the stored events were grouped under (associate-time,
+            // associate-distance, the preferences and the rules' version): an import under another
+            // regroups the whole store once, then associates parts again. NULL, a store from
+            // before this migration (whose associator was rebuilt in memory at each start): the
+            // next import regroups the whole store. (`generation` is still counted, but no longer
+            // read: nothing in memory needs to know whether the tables changed under it.)
+            try db.execute(sql: "ALTER TABLE associationState ADD COLUMN configuration TEXT")
+        }
         return migrator
     }
 }

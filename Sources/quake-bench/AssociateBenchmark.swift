@@ -119,9 +119,10 @@ struct AssociateBenchmark: AsyncParsableCommand {
     }
 
     /// The engine fed the three agencies' source runs (`--interval`), one `apply` per run, twice: on
-    /// an associator no one else holds, and keeping the value before each run as the store's cache
-    /// does until its transaction commits (`AssociatorCache`), so that every run's first mutation
-    /// copies the associator's storage (copy-on-write) and the old copy is freed after it.
+    /// an associator no one else holds, and keeping the value before each run (as a caller that
+    /// rolls back by keeping the old value would), so that every run's first mutation copies the
+    /// associator's storage (copy-on-write) and the old copy is freed after it. The store holds
+    /// neither between runs: each import restores the part of the store it touches.
     func engineInRuns() throws {
         let runs = Self.runs(
             Self.published(reports: reports, days: days, seed: seed), intervalMilliseconds: Int64(interval * 1000))
@@ -148,7 +149,7 @@ struct AssociateBenchmark: AsyncParsableCommand {
             """
             engine in the \(runs.count) source runs of \(interval) s (one apply each):
               held by no one else:           \(Self.rate(reports, seconds.unique))
-              the value before each run kept: \(Self.rate(reports, seconds.kept)) (as the store's AssociatorCache keeps it: every run copies the storage)
+              the value before each run kept: \(Self.rate(reports, seconds.kept)) (kept for a rollback: every run copies the storage)
             """)
     }
 

@@ -74,7 +74,7 @@ struct AssociationCountsTests {
             #expect(try store.allQuakes().count == 3)
 
             // A failed import counts nothing (its transaction rolls back).
-            store.associatorCache.failNextImportBeforeCommit = true
+            store.sourceImportSettings.failNextImportBeforeCommit = true
             await #expect(throws: (any Error).self) {
                 _ = try await run(
                     "beta", [Self.report("beta", "b3", time: Self.t0, lat: 42.5, lon: 13.3, updated: 1)])

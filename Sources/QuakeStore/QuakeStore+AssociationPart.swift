@@ -1,0 +1,255 @@
+import Foundation
+import GRDB
+import QuakeAssociation
+import QuakeModel
+
+/// The part of the tables one source import associates: the whole connected components of the
+/// candidate graph (see `Associator`) that its items touch, before and after they apply.
+///
+/// A change regroups only the component of the changed report, as it was and as it becomes, and
+/// a component's edges are id links and candidate pairs (reports of other sources within
+/// `associate-time` and `associate-distance`). So an import restores an `Associator` from these
+/// components alone, applies its items to it, writes what changed and drops it: memory follows
+/// the import's items and their neighbourhoods, not the store. Whole components only: `restore`
+/// checks a stored grouping by recomputing it, and a component cut in two would recompute
+/// differently.
+struct AssociationPart {
+    /// The components' reports and events, the tombstones of the items' keys and the store's
+    /// last creation number.
+    var snapshot: AssociationSnapshot
+    /// The ids of the stored events the part holds: every other stored event is outside it, and
+    /// unchanged by the import until its rows are written.
+    var eventIDs: Set<String>
+}
+
+/// Reads an ``AssociationPart`` and answers, for the import, what a part cannot know: whether an
+/// event outside it has an id. Its statements are the connection's cached statements.
+struct AssociationPartReader {
+    let configuration: AssociationConfiguration
+    private let db: Database
+    private let byKey: RawStatement
+    private let byTime: RawStatement
+    private let byID: RawStatement
+    private let linking: RawStatement
+    private let byEvent: RawStatement
+    private let event: RawStatement
+    private let tombstone: RawStatement
+    private let eventExists: RawStatement
+
+    init(_ db: Database, configuration: AssociationConfiguration) throws {
+        self.configuration = configuration
+        self.db = db
+        let columns = "\(QuakeStore.reportColumns), r.event"
+        byKey = try RawStatement(db, sql: "SELECT \(columns) FROM reports r WHERE r.source = ? AND r.id = ?")
+        byTime = try RawStatement(db, sql: "SELECT \(columns) FROM reports r WHERE r.time BETWEEN ? AND ?")
+        byID = try RawStatement(db, sql: "SELECT \(columns) FROM reports r WHERE r.id = ?")
+        linking = try RawStatement(
+            db,
+            sql: """
+                SELECT \(columns) FROM reportLinks l JOIN reports r ON r.source = l.source AND r.id = l.id
+                WHERE l.link = ?
+                """)
+        byEvent = try RawStatement(db, sql: "SELECT \(columns) FROM reports r WHERE r.event = ?")
+        event = try RawStatement(
+            db, sql: "SELECT created, preferredSource, preferredId FROM sourceEvents WHERE id = ?")
+        tombstone = try RawStatement(db, sql: "SELECT updated FROM reportTombstones WHERE source = ? AND id = ?")
+        eventExists = try RawStatement(db, sql: "SELECT 1 FROM sourceEvents WHERE id = ?")
+    }
+
+    /// The components of the reports `items` name (their stored versions) and of the reports
+    /// they bring (the stored reports each would join by an id link or a candidate pair), with
+    /// every member of each component's stored events, read until nothing new comes.
+    func part(for items: [SourceItem]) throws -> AssociationPart {
+        var loaded: [ReportKey: (report: SourceReport, event: String)] = [:]
+        var pending: [SourceReport] = []
+        var events = Set<String>()
+
+        func take(_ statement: RawStatement) throws {
+            defer { statement.reset() }
+            while try statement.step() {
+                let report = Self.report(statement)
+                let key = ReportKey(report)
+                guard loaded[key] == nil else { continue }
+                loaded[key] = (report, statement.string(15) ?? "")
+                pending.append(report)
+            }
+        }
+        func read(_ statement: RawStatement, _ values: String...) throws {
+            statement.reset()
+            for (i, value) in values.enumerated() { statement.bind(Int32(i + 1), value) }
+            try take(statement)
+        }
+        /// The stored reports `report` is joined to: id links both ways, and the reports of other
+        /// sources within both windows (read by time, then matched as the associator matches).
+        func neighbours(of report: SourceReport) throws {
+            if !report.id.isEmpty {
+                try read(byID, report.id)
+                try read(linking, report.id)
+            }
+            for link in Set(report.links) where !link.isEmpty && link != report.id {
+                try read(byID, link)
+            }
+            let window = configuration.associateTimeMilliseconds
+            byTime.reset()
+            byTime.bind(1, report.time &- window)
+            byTime.bind(2, report.time &+ window)
+            defer { byTime.reset() }
+            while try byTime.step() {
+                guard byTime.string(0) != report.source else { continue }
+                let other = Self.report(byTime)
+                let key = ReportKey(other)
+                guard loaded[key] == nil, configuration.match(report, other).within else { continue }
+                loaded[key] = (other, byTime.string(15) ?? "")
+                pending.append(other)
+            }
+        }
+
+        var keys: [ReportKey] = []
+        var seenKeys = Set<ReportKey>()
+        for item in items {
+            let key = ReportKey(item)
+            if seenKeys.insert(key).inserted {
+                keys.append(key)
+                try read(byKey, key.source, key.id)
+            }
+            if case .report(let report) = item { try neighbours(of: report) }
+        }
+        while let report = pending.popLast() {
+            try neighbours(of: report)
+            let event = loaded[ReportKey(report)]!.event
+            if events.insert(event).inserted { try read(byEvent, event) }
+        }
+
+        var members: [String: [ReportKey]] = [:]
+        for (key, value) in loaded { members[value.event, default: []].append(key) }
+        var storedEvents: [AssociationSnapshot.StoredEvent] = []
+        for id in events.sorted() {
+            event.reset()
+            event.bind(1, id)
+            defer { event.reset() }
+            guard try event.step() else { continue }  // a report in no stored event is regrouped
+            let preferred: ReportKey? =
+                if let source = event.string(1), let preferredID = event.string(2) {
+                    ReportKey(source: source, id: preferredID)
+                } else { nil }
+            storedEvents.append(
+                AssociationSnapshot.StoredEvent(
+                    id: id, members: members[id] ?? [], created: UInt64(max(0, event.int64(0) ?? 0)),
+                    preferred: preferred))
+        }
+        var tombstones: [AssociationSnapshot.Tombstone] = []
+        for key in keys.sorted() {
+            tombstone.reset()
+            tombstone.bind(1, key.source)
+            tombstone.bind(2, key.id)
+            defer { tombstone.reset() }
+            if try tombstone.step(), let updated = tombstone.int64(0) {
+                tombstones.append(AssociationSnapshot.Tombstone(key: key, updated: updated))
+            }
+        }
+        let lastCreated = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT lastCreated FROM associationState")) ?? 0
+        return AssociationPart(
+            snapshot: AssociationSnapshot(
+                reports: loaded.keys.sorted().map { loaded[$0]!.report }, events: storedEvents,
+                tombstones: tombstones, lastCreated: UInt64(max(0, lastCreated))),
+            eventIDs: events)
+    }
+
+    /// Whether a stored event has the id `id`: asked of the ids of events outside the part.
+    func isStoredEvent(_ id: String) throws -> Bool {
+        eventExists.reset()
+        eventExists.bind(1, id)
+        defer { eventExists.reset() }
+        return try eventExists.step()
+    }
+
+    /// The report of a row whose first columns are ``QuakeStore/reportColumns``.
+    static func report(_ row: RawStatement) -> SourceReport {
+        let linksText = row.string(14)
+        let links: [String] =
+            if let linksText, linksText != "[]" {
+                (try? JSONDecoder().decode([String].self, from: Data(linksText.utf8))) ?? []
+            } else { [] }
+        return SourceReport(
+            source: row.string(0) ?? "", id: row.string(1) ?? "", agency: row.string(2), time: row.int64(3) ?? 0,
+            latitude: row.double(4) ?? 0, longitude: row.double(5) ?? 0, depth: row.double(6),
+            magnitude: row.double(7), magnitudeType: row.string(8), place: row.string(9),
+            eventType: row.string(10),
+            evaluationMode: row.string(11).flatMap(SourceReport.EvaluationMode.init(rawValue:)),
+            evaluationStatus: row.string(12).flatMap(SourceReport.EvaluationStatus.init(rawValue:)),
+            updated: row.int64(13), links: links)
+    }
+}
+
+extension AssociationPartReader {
+    /// The ids of the stored events holding a report whose id is `id`.
+    func events(holdingReportID id: String) throws -> Set<String> {
+        var result = Set<String>()
+        try withRows(byID, id) { result.insert($0.string(15) ?? "") }
+        return result
+    }
+
+    /// A stored event outside the part, as the import publishes its row: its members (by key)
+    /// and its preferred report (the stored one, else the one the configuration prefers).
+    func storedEvent(_ id: String) throws -> (event: Event, members: [SourceReport])? {
+        var members: [SourceReport] = []
+        try withRows(byEvent, id) { members.append(Self.report($0)) }
+        guard !members.isEmpty else { return nil }
+        members.sort { ReportKey($0) < ReportKey($1) }
+        var created: UInt64 = 0
+        var preferredKey: ReportKey?
+        try withRows(event, id) { row in
+            created = UInt64(max(0, row.int64(0) ?? 0))
+            if let source = row.string(1), let preferredID = row.string(2) {
+                preferredKey = ReportKey(source: source, id: preferredID)
+            }
+        }
+        let preferred = members.first { ReportKey($0) == preferredKey } ?? configuration.preferred(members)
+        return (Event(id: id, reports: members.map(ReportKey.init), preferred: preferred, created: created), members)
+    }
+
+    private func withRows(_ statement: RawStatement, _ value: String, _ body: (RawStatement) -> Void) throws {
+        statement.reset()
+        statement.bind(1, value)
+        defer { statement.reset() }
+        while try statement.step() { body(statement) }
+    }
+}
+
+/// What an import that associates a part of the store asks of the events outside it: whether
+/// one has an id (``has(_:)``, for the associator's naming and the rows' `ids`), and which hold
+/// a report named like an event the import changed. An import that restored the whole store
+/// has none outside. Lookups that fail answer "taken" (nothing is named twice) and keep the
+/// error for ``check()``, which the import calls before it writes.
+final class OutsideEvents {
+    let reader: AssociationPartReader?
+    let inside: Set<String>
+    private var error: (any Error)?
+
+    /// The whole store is in memory: no event is outside.
+    init() {
+        reader = nil
+        inside = []
+    }
+
+    init(reader: AssociationPartReader, inside: Set<String>) {
+        self.reader = reader
+        self.inside = inside
+    }
+
+    /// Whether a stored event outside the part has the id `id`.
+    func has(_ id: String) -> Bool {
+        guard let reader, !inside.contains(id) else { return false }
+        do {
+            return try reader.isStoredEvent(id)
+        } catch {
+            if self.error == nil { self.error = error }
+            return true
+        }
+    }
+
+    func check() throws {
+        if let error { throw error }
+    }
+}
