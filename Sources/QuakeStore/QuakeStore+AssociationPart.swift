@@ -253,3 +253,34 @@ final class OutsideEvents {
         if let error { throw error }
     }
 }
+
+/// The `reportLinks` index (migration v17): for each report, each id its `links` name but its
+/// own and the empty one, as the associator's id links take them. Written beside every write of
+/// `reports` (by ``SourceImport``, the USGS bootstrap and deletes); `checkIntegrity` compares it
+/// with the reports.
+enum ReportLinks {
+    /// The ids a report's links join it to.
+    static func links(of report: SourceReport) -> [String] {
+        Set(report.links).filter { !$0.isEmpty && $0 != report.id }.sorted()
+    }
+
+    /// What the index should hold, from `reports`: `link, source, id` rows (for SQL).
+    static let derived = """
+        SELECT DISTINCT l.value AS link, r.source AS source, r.id AS id FROM reports r, json_each(r.links) l
+        WHERE r.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> r.id
+        """
+
+    /// Indexes the links of every stored report (a store from before the index, and the USGS
+    /// bootstrap's reports).
+    static func indexAll(_ db: Database) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO reportLinks (link, source, id) \(derived)")
+    }
+
+    /// Drops the links of the reports of event `id` (before they are deleted).
+    static func deleteLinks(ofEvent id: String, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                DELETE FROM reportLinks WHERE (source, id) IN (SELECT source, id FROM reports WHERE event = ?)
+                """, arguments: [id])
+    }
+}

@@ -140,6 +140,7 @@ extension QuakeStore {
                 }
             }
         }
+        try ReportLinks.deleteLinks(ofEvent: id, db)
         try db.execute(sql: "DELETE FROM reports WHERE event = ?", arguments: [id])
         try db.execute(sql: "DELETE FROM sourceEvents WHERE id = ?", arguments: [id])
     }

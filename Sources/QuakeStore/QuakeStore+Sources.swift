@@ -280,6 +280,17 @@ extension QuakeStore {
         {
             problems.add("report \(row[0] as String):\(row[1] as String) has a retraction tombstone")
         }
+        // The link index (migration v17) is the reports' links.
+        for row in try Row.fetchAll(
+            db, sql: "SELECT link, source, id FROM reportLinks EXCEPT \(ReportLinks.derived) ORDER BY 1, 2, 3 LIMIT 20")
+        {
+            problems.add("reportLinks lists \(row[0] as String) for \(row[1] as String):\(row[2] as String), which does not link it")
+        }
+        for row in try Row.fetchAll(
+            db, sql: "\(ReportLinks.derived) EXCEPT SELECT link, source, id FROM reportLinks ORDER BY 1, 2, 3 LIMIT 20")
+        {
+            problems.add("report \(row[1] as String):\(row[2] as String) links \(row[0] as String), which reportLinks lacks")
+        }
         // Each event's row carries its reports as contributors, the preferred first, and the
         // preferred one's agency.
         var members: [SourceReport] = []
@@ -660,8 +671,13 @@ struct SourceImport {
                 links.databaseValue, event.databaseValue,
             ])
             writtenInEvent[key] = event
+            if !isNew { try statements.deleteLinks.run(key.source, key.id) }
+            for link in ReportLinks.links(of: report) {
+                try statements.insertLink.run(link, key.source, key.id)
+            }
         } else if !isNew {
             try statements.deleteReport.run(key.source, key.id)
+            try statements.deleteLinks.run(key.source, key.id)
         }
         if let tombstone {
             try statements.insertTombstone.run(key.source, key.id, tombstone)
@@ -840,6 +856,8 @@ struct SourceImport {
 struct SourceStatements {
     let insertReport: RawStatement
     let deleteReport: RawStatement
+    let insertLink: RawStatement
+    let deleteLinks: RawStatement
     let insertTombstone: RawStatement
     let deleteTombstone: RawStatement
     let insertEvent: RawStatement
@@ -863,6 +881,8 @@ struct SourceStatements {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         deleteReport = try RawStatement(db, sql: "DELETE FROM reports WHERE source = ? AND id = ?")
+        insertLink = try RawStatement(db, sql: "INSERT OR IGNORE INTO reportLinks (link, source, id) VALUES (?, ?, ?)")
+        deleteLinks = try RawStatement(db, sql: "DELETE FROM reportLinks WHERE source = ? AND id = ?")
         insertTombstone = try RawStatement(
             db, sql: "INSERT OR REPLACE INTO reportTombstones (source, id, updated) VALUES (?, ?, ?)")
         deleteTombstone = try RawStatement(db, sql: "DELETE FROM reportTombstones WHERE source = ? AND id = ?")

@@ -71,6 +71,7 @@ extension QuakeStore {
             ])
             try insertEvent.execute(arguments: [report.id, created, usgsSource, report.id])
         }
+        try ReportLinks.indexAll(db)
         try db.execute(
             sql: "UPDATE associationState SET lastCreated = max(lastCreated, ?), generation = generation + 1",
             arguments: [created])

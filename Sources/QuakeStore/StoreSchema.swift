@@ -496,9 +496,10 @@ enum StoreSchema {
             // connected components its items touch: QuakeStore+AssociationPart.swift), not an
             // associator in memory holding every report. It follows id links both ways: the
             // reports whose `links` name an id come from this index of each report's links (its
-            // own id and empty ids left out, as the associator leaves them out), kept by triggers
-            // whoever writes `reports`. An INSERT OR REPLACE fires no delete trigger (recursive
-            // triggers are off), so the insert trigger first drops the replaced report's links.
+            // own id and empty ids left out, as the associator leaves them out). Whoever writes
+            // `reports` writes it (``ReportLinks``), not triggers: a trigger makes every report's
+            // INSERT OR REPLACE keep a statement journal, which with 16 KiB pages spills to a
+            // temporary file (ten writes a report). checkIntegrity compares it with `reports`.
             try db.execute(
                 sql: """
                     CREATE TABLE reportLinks (
@@ -510,22 +511,7 @@ enum StoreSchema {
                     CREATE INDEX reportLinks_report ON reportLinks (source, id);
                     INSERT OR IGNORE INTO reportLinks (link, source, id)
                         SELECT l.value, r.source, r.id FROM reports r, json_each(r.links) l
-                        WHERE l.type = 'text' AND l.value <> '' AND l.value <> r.id;
-                    CREATE TRIGGER reports_links_insert AFTER INSERT ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = NEW.source AND id = NEW.id;
-                        INSERT OR IGNORE INTO reportLinks (link, source, id)
-                            SELECT l.value, NEW.source, NEW.id FROM json_each(NEW.links) l
-                            WHERE NEW.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> NEW.id;
-                    END;
-                    CREATE TRIGGER reports_links_update AFTER UPDATE OF source, id, links ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = OLD.source AND id = OLD.id;
-                        INSERT OR IGNORE INTO reportLinks (link, source, id)
-                            SELECT l.value, NEW.source, NEW.id FROM json_each(NEW.links) l
-                            WHERE NEW.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> NEW.id;
-                    END;
-                    CREATE TRIGGER reports_links_delete AFTER DELETE ON reports BEGIN
-                        DELETE FROM reportLinks WHERE source = OLD.source AND id = OLD.id;
-                    END;
+                        WHERE r.links <> '[]' AND l.type = 'text' AND l.value <> '' AND l.value <> r.id;
                     """)
             // The configuration the stored events were grouped under (associate-time,
             // associate-distance, the preferences and the rules' version): an import under another

@@ -80,7 +80,7 @@ struct AssociationPartTests {
         }
     }
 
-    /// reportLinks as the triggers keep it, and as it should be: each report's links but its own
+    /// reportLinks as the imports keep it, and as it should be: each report's links but its own
     /// id and empty ones.
     static func links(_ store: QuakeStore) async throws -> (kept: [String], expected: [String]) {
         try await store.pool.read { db in
