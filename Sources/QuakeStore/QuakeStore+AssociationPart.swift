@@ -59,7 +59,7 @@ struct AssociationPartReader {
     /// The components of the reports `items` name (their stored versions) and of the reports
     /// they bring (the stored reports each would join by an id link or a candidate pair), with
     /// every member of each component's stored events, read until nothing new comes.
-    func part(for items: [SourceItem]) throws -> AssociationPart {
+    func part(for items: some Sequence<SourceItem>) throws -> AssociationPart {
         var loaded: [ReportKey: (report: SourceReport, event: String)] = [:]
         var pending: [SourceReport] = []
         var events = Set<String>()

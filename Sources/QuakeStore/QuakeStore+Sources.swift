@@ -535,7 +535,7 @@ extension Database {
             ])
         } else {
             let reader = try AssociationPartReader(db, configuration: association)
-            let part = try reader.part(for: batches.flatMap { $0 })
+            let part = try reader.part(for: batches.joined())
             settings.lastRestore = .init(reports: part.snapshot.reports.count, wholeStore: false)
             outside = OutsideEvents(reader: reader, inside: part.eventIDs)
             let restored = Associator.restore(part.snapshot, configuration: association, isTaken: outside.has)
@@ -550,25 +550,43 @@ extension Database {
             try importer.republishAll(associator: associator, outside: outside, recorder: &recorder)
         }
 
-        let items = batches.flatMap { $0 }
+        // The items, counted against the reports as they were before them (the associator's,
+        // before it applies them), by the revision rule the associator applies; kept per key only
+        // what the writes below need (nothing per item: a run may be tens of thousands).
         var keys: [ReportKey] = []
-        var before: [ReportKey: (report: SourceReport?, tombstone: Int64?)] = [:]
-        for item in items {
+        var seen = Set<ReportKey>()
+        var repeated = Set<ReportKey>()
+        for item in batches.joined() {
             let key = ReportKey(item)
-            if before[key] == nil {
-                keys.append(key)
-                before[key] = (associator.report(key), associator.tombstone(key))
-            }
+            if seen.insert(key).inserted { keys.append(key) } else { repeated.insert(key) }
         }
-        var current = before
-        for item in items {
+        seen = []
+        // Keys with neither a report nor a tombstone before (nothing stored to replace), and keys
+        // whose report the items change (or remove).
+        var newKeys = Set<ReportKey>()
+        var revised: [ReportKey] = []
+        var running: [ReportKey: Associator.Revision] = [:]  // the repeated keys' state so far
+        for item in batches.joined() {
             let key = ReportKey(item)
-            if Associator.revise(&current[key, default: (nil, nil)], with: item) {
+            let initial: Associator.Revision = (associator.report(key), associator.tombstone(key))
+            var kept = running[key] ?? initial
+            if Associator.revise(&kept, with: item) {
                 report.applied += 1
             } else {
                 report.ignored += 1
             }
+            if repeated.contains(key) {
+                running[key] = kept
+            } else if kept.report != initial.report {
+                revised.append(key)
+            }
         }
+        for key in keys {
+            let initial: Associator.Revision = (associator.report(key), associator.tombstone(key))
+            if initial.report == nil && initial.tombstone == nil { newKeys.insert(key) }
+            if let kept = running[key], kept.report != initial.report { revised.append(key) }
+        }
+        running = [:]
 
         var changes: [EventChange] = []
         for batch in batches where !batch.isEmpty {
@@ -577,10 +595,9 @@ extension Database {
         try outside.check()
         try db.countAssociationChanges(changes, associator: associator)
         for key in keys {
-            let kept = before[key]
             try importer.write(
                 key, report: associator.report(key), event: associator.event(containing: key)?.id,
-                tombstone: associator.tombstone(key), isNew: kept?.report == nil && kept?.tombstone == nil)
+                tombstone: associator.tombstone(key), isNew: newKeys.contains(key))
         }
         // Rows the rebuild (or entering association mode) wrote show the reports before the
         // items: they count as written no more, so that the republishing below writes them again
@@ -590,9 +607,7 @@ extension Database {
         // A revised report that is not its event's preferred one leaves the event as the
         // associator sees it (same members, same preferred report), but not its row: the
         // contributors carry every member's solution.
-        try importer.republishEvents(
-            of: keys.filter { before[$0]?.report != associator.report($0) }, associator: associator,
-            outside: outside, recorder: &recorder)
+        try importer.republishEvents(of: revised, associator: associator, outside: outside, recorder: &recorder)
         try importer.republishNamesakes(associator: associator, outside: outside, recorder: &recorder)
         try outside.check()
 
