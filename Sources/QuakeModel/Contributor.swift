@@ -226,7 +226,7 @@ private struct CanonicalScanner {
         var seen = Set<String>()
         repeat {
             guard let key = string(), seen.insert(key).inserted, take(UInt8(ascii: ":")) else { return nil }
-            if peekNull() {
+            if take(word: "null") {
                 switch key {
                 case "agency", "depth", "mag", "magType", "status", "updated": continue
                 default: return nil
@@ -262,10 +262,11 @@ private struct CanonicalScanner {
         return true
     }
 
-    private mutating func peekNull() -> Bool {
-        let null: [UInt8] = Array("null".utf8)
-        guard bytes.count - i >= 4, bytes[i..<(i + 4)].elementsEqual(null) else { return false }
-        i += 4
+    /// Takes `word` (`null`, `true`, `false`) when the text goes on with it.
+    private mutating func take(word: StaticString) -> Bool {
+        let utf8 = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        guard bytes.count - i >= utf8.count, bytes[i..<(i + utf8.count)].elementsEqual(utf8) else { return false }
+        i += utf8.count
         return true
     }
 
@@ -316,13 +317,8 @@ private struct CanonicalScanner {
     }
 
     private mutating func boolean() -> Bool? {
-        for (word, value) in [("true", true), ("false", false)] {
-            let utf8 = Array(word.utf8)
-            if bytes.count - i >= utf8.count, bytes[i..<(i + utf8.count)].elementsEqual(utf8) {
-                i += utf8.count
-                return value
-            }
-        }
+        if take(word: "true") { return true }
+        if take(word: "false") { return false }
         return nil
     }
 

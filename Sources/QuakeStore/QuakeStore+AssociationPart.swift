@@ -64,20 +64,14 @@ struct AssociationPartReader {
         var pending: [SourceReport] = []
         var events = Set<String>()
 
-        func take(_ statement: RawStatement) throws {
-            defer { statement.reset() }
-            while try statement.step() {
-                let report = Self.report(statement)
+        func read(_ statement: RawStatement, _ values: String...) throws {
+            try withRows(statement, values) { row in
+                let report = Self.report(row)
                 let key = ReportKey(report)
-                guard loaded[key] == nil else { continue }
-                loaded[key] = (report, statement.string(15) ?? "")
+                guard loaded[key] == nil else { return }
+                loaded[key] = (report, row.string(15) ?? "")
                 pending.append(report)
             }
-        }
-        func read(_ statement: RawStatement, _ values: String...) throws {
-            statement.reset()
-            for (i, value) in values.enumerated() { statement.bind(Int32(i + 1), value) }
-            try take(statement)
         }
         /// The stored reports `report` is joined to: id links both ways, and the reports of other
         /// sources within both windows (read by time, then matched as the associator matches).
@@ -124,27 +118,24 @@ struct AssociationPartReader {
         for (key, value) in loaded { members[value.event, default: []].append(key) }
         var storedEvents: [AssociationSnapshot.StoredEvent] = []
         for id in events.sorted() {
-            event.reset()
-            event.bind(1, id)
-            defer { event.reset() }
-            guard try event.step() else { continue }  // a report in no stored event is regrouped
-            let preferred: ReportKey? =
-                if let source = event.string(1), let preferredID = event.string(2) {
-                    ReportKey(source: source, id: preferredID)
-                } else { nil }
-            storedEvents.append(
-                AssociationSnapshot.StoredEvent(
-                    id: id, members: members[id] ?? [], created: UInt64(max(0, event.int64(0) ?? 0)),
-                    preferred: preferred))
+            // A report in no stored event (no row here) is regrouped.
+            try withRows(event, [id]) { row in
+                let preferred: ReportKey? =
+                    if let source = row.string(1), let preferredID = row.string(2) {
+                        ReportKey(source: source, id: preferredID)
+                    } else { nil }
+                storedEvents.append(
+                    AssociationSnapshot.StoredEvent(
+                        id: id, members: members[id] ?? [], created: UInt64(max(0, row.int64(0) ?? 0)),
+                        preferred: preferred))
+            }
         }
         var tombstones: [AssociationSnapshot.Tombstone] = []
         for key in keys.sorted() {
-            tombstone.reset()
-            tombstone.bind(1, key.source)
-            tombstone.bind(2, key.id)
-            defer { tombstone.reset() }
-            if try tombstone.step(), let updated = tombstone.int64(0) {
-                tombstones.append(AssociationSnapshot.Tombstone(key: key, updated: updated))
+            try withRows(tombstone, [key.source, key.id]) { row in
+                if let updated = row.int64(0) {
+                    tombstones.append(AssociationSnapshot.Tombstone(key: key, updated: updated))
+                }
             }
         }
         let lastCreated = try Int64.fetchOne(
@@ -158,10 +149,9 @@ struct AssociationPartReader {
 
     /// Whether a stored event has the id `id`: asked of the ids of events outside the part.
     func isStoredEvent(_ id: String) throws -> Bool {
-        eventExists.reset()
-        eventExists.bind(1, id)
-        defer { eventExists.reset() }
-        return try eventExists.step()
+        var found = false
+        try withRows(eventExists, [id]) { _ in found = true }
+        return found
     }
 
     /// The report of a row whose first columns are ``QuakeStore/reportColumns``.
@@ -186,7 +176,7 @@ extension AssociationPartReader {
     /// The ids of the stored events holding a report whose id is `id`.
     func events(holdingReportID id: String) throws -> Set<String> {
         var result = Set<String>()
-        try withRows(byID, id) { result.insert($0.string(15) ?? "") }
+        try withRows(byID, [id]) { result.insert($0.string(15) ?? "") }
         return result
     }
 
@@ -194,12 +184,12 @@ extension AssociationPartReader {
     /// and its preferred report (the stored one, else the one the configuration prefers).
     func storedEvent(_ id: String) throws -> (event: Event, members: [SourceReport])? {
         var members: [SourceReport] = []
-        try withRows(byEvent, id) { members.append(Self.report($0)) }
+        try withRows(byEvent, [id]) { members.append(Self.report($0)) }
         guard !members.isEmpty else { return nil }
         members.sort { ReportKey($0) < ReportKey($1) }
         var created: UInt64 = 0
         var preferredKey: ReportKey?
-        try withRows(event, id) { row in
+        try withRows(event, [id]) { row in
             created = UInt64(max(0, row.int64(0) ?? 0))
             if let source = row.string(1), let preferredID = row.string(2) {
                 preferredKey = ReportKey(source: source, id: preferredID)
@@ -209,9 +199,11 @@ extension AssociationPartReader {
         return (Event(id: id, reports: members.map(ReportKey.init), preferred: preferred, created: created), members)
     }
 
-    private func withRows(_ statement: RawStatement, _ value: String, _ body: (RawStatement) -> Void) throws {
+    /// Runs `statement` with `values` bound to its parameters, `body` for each row, and leaves
+    /// it reset (no statement stays mid-step).
+    private func withRows(_ statement: RawStatement, _ values: [String], _ body: (RawStatement) -> Void) throws {
         statement.reset()
-        statement.bind(1, value)
+        for (i, value) in values.enumerated() { statement.bind(Int32(i + 1), value) }
         defer { statement.reset() }
         while try statement.step() { body(statement) }
     }

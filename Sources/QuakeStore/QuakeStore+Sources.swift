@@ -565,27 +565,31 @@ extension Database {
         // whose report the items change (or remove).
         var newKeys = Set<ReportKey>()
         var revised: [ReportKey] = []
-        var running: [ReportKey: Associator.Revision] = [:]  // the repeated keys' state so far
+        // The repeated keys' report before the run and their state so far.
+        var running: [ReportKey: (initial: SourceReport?, kept: Associator.Revision)] = [:]
         for item in batches.joined() {
             let key = ReportKey(item)
-            let initial: Associator.Revision = (associator.report(key), associator.tombstone(key))
-            var kept = running[key] ?? initial
+            let initial: SourceReport?
+            var kept: Associator.Revision
+            if let state = running[key] {
+                (initial, kept) = state
+            } else {
+                kept = (associator.report(key), associator.tombstone(key))
+                initial = kept.report
+                if kept.report == nil && kept.tombstone == nil { newKeys.insert(key) }
+            }
             if Associator.revise(&kept, with: item) {
                 report.applied += 1
             } else {
                 report.ignored += 1
             }
             if repeated.contains(key) {
-                running[key] = kept
-            } else if kept.report != initial.report {
+                running[key] = (initial, kept)
+            } else if kept.report != initial {
                 revised.append(key)
             }
         }
-        for key in keys {
-            let initial: Associator.Revision = (associator.report(key), associator.tombstone(key))
-            if initial.report == nil && initial.tombstone == nil { newKeys.insert(key) }
-            if let kept = running[key], kept.report != initial.report { revised.append(key) }
-        }
+        for (key, state) in running where state.kept.report != state.initial { revised.append(key) }
         running = [:]
 
         var changes: [EventChange] = []
