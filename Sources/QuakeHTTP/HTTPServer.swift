@@ -16,8 +16,9 @@ import NIOPosix
 /// does not parse), gzip NIOHTTPCompression's (a 200 is compressed when the request's
 /// `Accept-Encoding` takes gzip or deflate; each piece of a streamed body is flushed compressed).
 /// At most ``maxConnections`` connections are served at once (more are closed at once), and a
-/// connection that neither reads nor writes for ``idleTimeout`` is closed (an idle keep-alive
-/// connection, or a client that stopped reading a long answer). Bodies are streamed with back
+/// connection that neither reads nor writes for ``idleTimeout`` is closed when the client is the
+/// one holding it up (an idle keep-alive connection, or a client that stopped reading a long
+/// answer), never while the server still works out an answer the socket would take. Bodies are streamed with back
 /// pressure: nothing is written ahead of what the socket takes.
 public final class HTTPServer: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
@@ -118,8 +119,8 @@ public final class HTTPServer: Sendable {
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Connection> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: idleTimeout))
-                try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                 try channel.pipeline.syncOperations.addHandler(
                     HTTPResponseCompressor(initialByteBufferCapacity: 4096) { head, _ in
                         // Bodies worth compressing: the answers, not 304, 204, errors or HEAD's.
@@ -256,13 +257,33 @@ private final class ConnectionWriter: HTTPResponseWriter, @unchecked Sendable {
     }
 }
 
-/// Closes a connection that neither read nor wrote for the idle timeout (IdleStateHandler's event).
-private final class CloseWhenIdle: ChannelInboundHandler {
-    typealias InboundIn = NIOAny
+/// Closes a connection that neither read nor wrote for the idle timeout (IdleStateHandler's event),
+/// when the client is the one holding it up: it sends no request, or it does not read the answer
+/// (the socket takes no more). While the server is still working out an answer it owes and the
+/// socket would take it, the connection stays: a slow store (or a loaded machine) is no reason to
+/// drop a request the client is waiting for.
+private final class CloseWhenIdle: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Requests whose answer has not ended yet (more than one when the client pipelines).
+    private var owed = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) { owed += 1 }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { owed = max(0, owed - 1) }
+        context.write(data, promise: promise)
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
+            if owed == 0 || !context.channel.isWritable { context.close(promise: nil) }
         } else {
             context.fireUserInboundEventTriggered(event)
         }
