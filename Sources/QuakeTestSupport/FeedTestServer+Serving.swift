@@ -31,8 +31,10 @@ extension FeedTestServer {
     /// Answers one request; returns whether the connection may serve another one.
     private func respond(to request: HTTPRequestHead, on channel: any Channel) async throws -> Bool {
         let path = Self.normalize(request.uri)
-        let (headers, acceptsGzip) = AcceptEncodingNormalizer.restore(request.headers)
-        let recorded = RecordedRequest(method: request.method.rawValue, uri: request.uri, path: path, headers: headers)
+        let (stamped, acceptsGzip) = AcceptEncodingNormalizer.restore(request.headers)
+        let (headers, receivedAt) = ArrivalStamper.restore(stamped)
+        let recorded = RecordedRequest(
+            method: request.method.rawValue, uri: request.uri, path: path, headers: headers, receivedAt: receivedAt)
         let (scripted, handler): (TestResponse?, (@Sendable (RecordedRequest) -> TestResponse)?) =
             state.withLockedValue { state in
                 state.log[path, default: []].append(recorded)

@@ -72,6 +72,7 @@ public final class FeedTestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                    try sync.addHandler(ArrivalStamper())
                     try sync.addHandler(AcceptEncodingNormalizer())
                     try sync.addHandler(
                         HTTPResponseCompressor(responseCompressionPredicate: { head, _ in
@@ -91,7 +92,8 @@ public final class FeedTestServer: Sendable {
         }
         // The server is created after the task starts, so the task reaches it through a box.
         let box = ServerBox()
-        let task = Task {
+        // On its own threads, as a machine of its own would be (see OwnThreadExecutor.servers).
+        let task = Task(executorPreference: OwnThreadExecutor.servers) {
             await withDiscardingTaskGroup { group in
                 do {
                     try await channel.executeThenClose { inbound in

@@ -97,7 +97,8 @@ public final class ForwardingProxy: Sendable {
         }
         let proxy = ForwardingProxy(
             serverChannel: channel.channel, port: port, requiredAuthorization: requiredAuthorization, upstream: upstream)
-        let task = Task {
+        // On its own threads, as a machine of its own would be (see OwnThreadExecutor.servers).
+        let task = Task(executorPreference: OwnThreadExecutor.servers) {
             await withDiscardingTaskGroup { group in
                 do {
                     try await channel.executeThenClose { inbound in

@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTP1
 
 /// One request as the ``FeedTestServer`` received it.
@@ -10,7 +11,8 @@ public struct RecordedRequest: Sendable {
     public let path: String
     /// The request headers as the client sent them.
     public let headers: HTTPHeaders
-    /// When the request had fully arrived (for measuring the gaps between pulls).
+    /// When the request's head arrived, as the event loop that read it saw it (for measuring the
+    /// gaps between pulls: see ``ArrivalStamper``).
     public var receivedAt: ContinuousClock.Instant = .now
 
     /// The first value of a header (case-insensitive name), or `nil`.
@@ -69,5 +71,37 @@ public struct RecordedRequest: Sendable {
             index += 1
         }
         return String(decoding: decoded, as: UTF8.self)
+    }
+}
+
+/// Stamps each request head with the moment it arrived, on the event loop that read it: the
+/// serving task may run later (on a loaded machine), and the gaps between a client's requests
+/// (its backoff, Retry-After) are measured from the stamps. ``restore(_:)`` takes it back out.
+final class ArrivalStamper: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    static let headerName = "x-feedtestserver-received-ns"
+    /// The instant the stamps count from.
+    private static let origin = ContinuousClock.now
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        let (seconds, attoseconds) = (ContinuousClock.now - Self.origin).components
+        head.headers.replaceOrAdd(name: Self.headerName, value: "\(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)")
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    /// The headers without the stamp, and the instant it names (now, when there is none).
+    static func restore(_ stamped: HTTPHeaders) -> (HTTPHeaders, receivedAt: ContinuousClock.Instant) {
+        guard let value = stamped.first(name: headerName), let nanoseconds = Int64(value) else {
+            return (stamped, .now)
+        }
+        var headers = stamped
+        headers.remove(name: headerName)
+        return (headers, origin + .nanoseconds(nanoseconds))
     }
 }

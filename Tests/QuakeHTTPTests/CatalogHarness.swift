@@ -40,7 +40,8 @@ struct Catalog {
                 socket: socket, router: CatalogRouter(store: store, routes: routes, clock: { now }),
                 logger: Logger(label: "quaked.http.test"))
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await server.run() }
+                // As the daemon's would, the server answers on threads no test can starve.
+                group.addTask(executorPreference: OwnThreadExecutor.servers) { try await server.run() }
                 do {
                     try await withHTTPClient(readTimeout: .seconds(60)) { client in
                         try await body(Catalog(store: store, base: "http://\(socket.localAddress)", client: client))
