@@ -71,7 +71,9 @@ public enum PushModelCheck {
         while steps.count < shape.steps {
             if let step = generator.makeStep(&r, polled: polled) { steps.append(step) }
         }
-        return SourceCase(sources: base.sources, steps: steps, shuffleSeed: r.next())
+        var sourceCase = SourceCase(sources: base.sources, steps: steps, shuffleSeed: r.next())
+        sourceCase.sliceItems = SourceModelCheck.sliceItems(&r)
+        return sourceCase
     }
 
     struct Generator {

@@ -91,6 +91,9 @@ public struct SourceCase: Hashable, Sendable {
     public var steps: [SourceStep]
     /// Seeds the shuffles of the order-independence check.
     public var shuffleSeed: UInt64
+    /// How many items the store applies at a time within a run's transaction
+    /// (`QuakeStore.sourceImportSliceItems`): small in most cases, so runs cross slices.
+    public var sliceItems = QuakeStore.defaultSourceImportSliceItems
 
     public var configuration: AssociationConfiguration { AssociationConfiguration(sourceOrder: sources) }
 }
@@ -124,6 +127,7 @@ public struct SourceCounterexample: Sendable, CustomStringConvertible {
     public var caseIndex: Int
     public var caseSeed: UInt64
     public var sources: [String]
+    public var sliceItems: Int
     public var originalSteps: Int
     public var shrinkRuns: Int
     public var steps: [SourceStep]
@@ -133,6 +137,7 @@ public struct SourceCounterexample: Sendable, CustomStringConvertible {
         var lines = [
             "counterexample: source case \(caseIndex) (case seed \(caseSeed)), shrunk from \(originalSteps) steps to \(steps.count) in \(shrinkRuns) runs",
             "  sources (preferred first): \(sources.joined(separator: ", ")); T0 = \(SourceModelCheck.t0) ms, now = \(SourceModelCheck.nowMs) ms",
+            "  items applied \(sliceItems) at a time within a run's transaction",
             "  failure \(failure)",
             "  steps:",
         ]
@@ -295,7 +300,16 @@ public enum SourceModelCheck {
         var r = SeededRandom(seed: seed)
         var generator = Generator(shape: shape, random: &r)
         let steps = (0..<shape.steps).map { _ in generator.makeStep(&r) }
-        return SourceCase(sources: generator.sources, steps: steps, shuffleSeed: r.next())
+        var sourceCase = SourceCase(sources: generator.sources, steps: steps, shuffleSeed: r.next())
+        sourceCase.sliceItems = SourceModelCheck.sliceItems(&r)
+        return sourceCase
+    }
+
+    /// A case's slice size (drawn after everything else, so a seed's steps stay as they were):
+    /// 1 to 4 items in three cases of four, the default otherwise.
+    static func sliceItems(_ r: inout SeededRandom) -> Int {
+        let size = Int.random(in: 1...5, using: &r)
+        return size == 5 ? QuakeStore.defaultSourceImportSliceItems : size
     }
 
     struct TrueQuake {
@@ -675,6 +689,7 @@ public enum SourceModelCheck {
                         }
                     }
                     if let (source, items, position, delivered) = run {
+                        store.sourceImportSliceItems = sourceCase.sliceItems
                         let report = try await store.importSource(
                             source, items: items, position: position, query: nil, association: configuration,
                             now: now, expiringBefore: expireBefore.map { Date(timeIntervalSince1970: Double($0) / 1000) })
@@ -687,7 +702,13 @@ public enum SourceModelCheck {
                             if case .report(let r) = item, let expireBefore { return r.time >= expireBefore }
                             return true
                         }
-                        _ = reference.apply(admitted)
+                        // As the store applies them: a slice at a time (event ids follow the slices).
+                        var start = 0
+                        while start < admitted.count {
+                            let end = min(admitted.count, start + sourceCase.sliceItems)
+                            _ = reference.apply(admitted[start..<end])
+                            start = end
+                        }
                         stats.imports += 1
                         try require(
                             report.items == items.count && report.applied + report.ignored == items.count,
@@ -1007,7 +1028,8 @@ public enum SourceModelCheck {
             }
         }
         return SourceCounterexample(
-            caseIndex: caseIndex, caseSeed: caseSeed, sources: best.sources, originalSteps: sourceCase.steps.count,
+            caseIndex: caseIndex, caseSeed: caseSeed, sources: best.sources, sliceItems: best.sliceItems,
+            originalSteps: sourceCase.steps.count,
             shrinkRuns: runs, steps: best.steps, failure: bestFailure)
     }
 }

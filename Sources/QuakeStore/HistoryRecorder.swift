@@ -136,6 +136,26 @@ struct HistoryRecorder {
     /// Writes the transaction's counts, counted from its change rows. A transaction whose changes
     /// all cancelled out is removed, and its token given back: the head stays a token that a
     /// transaction carries (or the last purged one).
+    /// A delete superseded by a quake this transaction deleted too names where that one went:
+    /// its survivor, or its reason when it had none. A transaction that regroups in steps (a
+    /// source run applied a slice at a time) may supersede A by B and then B by C; clients are
+    /// told A went to C, a quake that exists after the transaction.
+    private func resolveSupersedeChains(_ token: HistoryToken) throws {
+        let resolve = try db.cachedStatement(
+            sql: """
+                UPDATE historyChanges AS h SET reason = t.reason, supersededBy = t.supersededBy
+                FROM historyChanges AS t
+                WHERE h.token = ?1 AND h.kind = 'delete' AND h.reason = 'superseded'
+                    AND t.token = ?1 AND t.quakeId = h.supersededBy AND t.kind = 'delete'
+                    AND t.quakeId != h.quakeId
+                """)
+        // One link of each chain a round; a chain is as long as the steps the transaction took.
+        for _ in 0..<16 {
+            try resolve.execute(arguments: [token])
+            if db.changesCount == 0 { break }
+        }
+    }
+
     mutating func finish() throws -> CommittedChanges {
         if collected != nil { return CommittedChanges() }
         let token: HistoryToken
@@ -157,6 +177,7 @@ struct HistoryRecorder {
         } else {
             guard let current = self.token else { return CommittedChanges() }
             token = current
+            try resolveSupersedeChains(token)
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """

@@ -81,8 +81,15 @@ public struct SourceState: Sendable, Hashable {
 /// ``AssociationPart``), so nothing in memory outlives its transaction.
 final class SourceImportSettings: Sendable {
     private let state = NIOLockedValueBox<
-        (configuration: AssociationConfiguration?, failBeforeCommit: Bool, lastRestore: Restore?)
-    >((nil, false, nil))
+        (configuration: AssociationConfiguration?, failBeforeCommit: Bool, lastRestore: Restore?, sliceItems: Int)
+    >((nil, false, nil, QuakeStore.defaultSourceImportSliceItems))
+
+    /// How many of a run's items are applied at a time within its transaction (see
+    /// ``QuakeStore/sourceImportSliceItems``).
+    var sliceItems: Int {
+        get { state.withLockedValue { $0.sliceItems } }
+        set { state.withLockedValue { $0.sliceItems = max(1, newValue) } }
+    }
 
     /// What an import restored its associator from: how many reports, and whether the whole
     /// store (the stored events were grouped under another configuration) or a part.
@@ -123,6 +130,21 @@ final class SourceImportSettings: Sendable {
 struct InjectedSourceImportFailure: Error {}
 
 extension QuakeStore {
+    /// The default of ``sourceImportSliceItems``. Measured (docs/benchmarks.md, quakeml): runs of
+    /// 10,000 QuakeML events peaked at 88 to 89 MiB applied whole, at 65.6 MiB in slices of 2,000
+    /// and at 61 MiB in slices of 1,000, which took some 10% longer than whole runs.
+    public static let defaultSourceImportSliceItems = 1_000
+
+    /// How many of a source run's items ``importSource(_:items:position:query:association:now:expiringBefore:)``
+    /// applies at a time, all within the run's one transaction: each slice restores the part of
+    /// the store it touches, applies its items and writes them, so the import's memory follows
+    /// the slice rather than the run (an FDSN answer may hold 20,000 events). Clients see the
+    /// run as one transaction either way. Tests set it small to cross slice boundaries.
+    public var sourceImportSliceItems: Int {
+        get { sourceImportSettings.sliceItems }
+        nonmutating set { sourceImportSettings.sliceItems = newValue }
+    }
+
     /// How long a retraction is remembered: tombstones whose `updated` is older than this before
     /// `now` are purged by each source import (after which an older copy would be taken again).
     public static let reportTombstoneRetention: Int64 = 30 * 24 * 3600 * 1000
@@ -502,6 +524,7 @@ extension Database {
         let nowMilliseconds = QuakeStore.milliseconds(now)
         let bootstrapped = try QuakeStore.enterAssociationMode(db)
         settings.configuration = association
+        let sliceItems = settings.sliceItems
 
         // The items, counted against the reports as they were before them.
         var report = SourceImportReport(items: batches.reduce(0) { $0 + $1.count })
@@ -517,13 +540,71 @@ extension Database {
             }
         }
 
+        // The items are applied a slice at a time (``QuakeStore/sourceImportSliceItems``), all in
+        // this transaction: each slice restores its own part of the store (the tables as the slices
+        // before it left them), so memory follows the slice, not the run. Several batches (the
+        // USGS feed's retractions, then its reports: a retraction and the report superseding it
+        // are published as one supersede only when applied together) are one slice. A run with
+        // no items is one empty slice (a changed configuration still regroups, entering
+        // association mode still republishes).
+        var slices: [[ArraySlice<SourceItem>]] = []
+        if batches.count == 1, let batch = batches.first {
+            var start = batch.startIndex
+            while start < batch.endIndex {
+                let end = min(batch.endIndex, start + max(1, sliceItems))
+                slices.append([batch[start..<end]])
+                start = end
+            }
+        }
+        if slices.isEmpty { slices = [batches.map { $0[...] }] }
+        for (number, slice) in slices.enumerated() {
+            try db.associateSlice(
+                slice, importer: &importer, report: &report, association: association,
+                enteringAssociationMode: bootstrapped && number == 0, settings: settings, recorder: &recorder)
+        }
+
+        // Retractions are remembered for the retention horizon.
+        let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
+        try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE updated < ?").execute(arguments: [cutoff])
+
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
+                VALUES (?1, ?2, ?3, ?3, NULL, ?4)
+                ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
+                    lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
+                    lastQuery = excluded.lastQuery
+                """
+        ).execute(arguments: [name, position, nowMilliseconds, query])
+        try db.cachedStatement(sql: "UPDATE associationState SET generation = generation + 1").execute()
+
+        let committed = try recorder.finish()
+        report.token = committed.token
+        report.created = committed.inserted
+        report.updated = committed.updated
+        report.deleted = committed.deleted
+        report.superseded = committed.superseded
+        if settings.takeFailure() { throw InjectedSourceImportFailure() }
+        return report
+    }
+
+    /// One slice of a source import's items (see ``associateSourceItems``): restores the
+    /// associator from the part of the store the slice touches (or the whole store, under a new
+    /// configuration), applies the slice, and writes its reports, events and quake rows.
+    fileprivate func associateSlice(
+        _ slice: [ArraySlice<SourceItem>], importer: inout SourceImport, report: inout SourceImportReport,
+        association: AssociationConfiguration, enteringAssociationMode: Bool, settings: SourceImportSettings,
+        recorder: inout HistoryRecorder
+    ) throws {
+        let db = self
+        importer.beginSlice()
         // The associator: the part of the store the items touch, when the stored events were
         // grouped under this configuration; else the whole store, regrouped under it.
         let fingerprint = association.fingerprint
         let grouped = try String.fetchOne(db.cachedStatement(sql: "SELECT configuration FROM associationState"))
         var associator: Associator
         let outside: OutsideEvents
-        if bootstrapped || grouped != fingerprint {
+        if enteringAssociationMode || grouped != fingerprint {
             outside = OutsideEvents()
             let snapshot = try QuakeStore.associationSnapshot(db)
             settings.lastRestore = .init(reports: snapshot.reports.count, wholeStore: true)
@@ -535,7 +616,7 @@ extension Database {
             ])
         } else {
             let reader = try AssociationPartReader(db, configuration: association)
-            let part = try reader.part(for: batches.joined())
+            let part = try reader.part(for: slice.joined())
             settings.lastRestore = .init(reports: part.snapshot.reports.count, wholeStore: false)
             outside = OutsideEvents(reader: reader, inside: part.eventIDs)
             let restored = Associator.restore(part.snapshot, configuration: association, isTaken: outside.has)
@@ -544,7 +625,7 @@ extension Database {
             // Empty unless the tables disagree with the rules (a repair, as a whole restore makes).
             try importer.publish(restored.changes, associator: associator, outside: outside, recorder: &recorder)
         }
-        if bootstrapped {
+        if enteringAssociationMode {
             // The USGS rows are events now: each gains its agency and contributors, an update
             // clients follow like any other (once, on entering association mode).
             try importer.republishAll(associator: associator, outside: outside, recorder: &recorder)
@@ -556,7 +637,7 @@ extension Database {
         var keys: [ReportKey] = []
         var seen = Set<ReportKey>()
         var repeated = Set<ReportKey>()
-        for item in batches.joined() {
+        for item in slice.joined() {
             let key = ReportKey(item)
             if seen.insert(key).inserted { keys.append(key) } else { repeated.insert(key) }
         }
@@ -567,7 +648,7 @@ extension Database {
         var revised: [ReportKey] = []
         // The repeated keys' report before the run and their state so far.
         var running: [ReportKey: (initial: SourceReport?, kept: Associator.Revision)] = [:]
-        for item in batches.joined() {
+        for item in slice.joined() {
             let key = ReportKey(item)
             let initial: SourceReport?
             var kept: Associator.Revision
@@ -593,7 +674,7 @@ extension Database {
         running = [:]
 
         var changes: [EventChange] = []
-        for batch in batches where !batch.isEmpty {
+        for batch in slice where !batch.isEmpty {
             changes += associator.apply(batch, isTaken: outside.has)
         }
         try outside.check()
@@ -615,34 +696,11 @@ extension Database {
         try importer.republishNamesakes(associator: associator, outside: outside, recorder: &recorder)
         try outside.check()
 
-        // Retractions are remembered for the retention horizon.
-        let cutoff = nowMilliseconds - QuakeStore.reportTombstoneRetention
-        try db.cachedStatement(sql: "DELETE FROM reportTombstones WHERE updated < ?").execute(arguments: [cutoff])
-
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO sources (name, position, lastAttempt, lastSuccess, lastError, lastQuery)
-                VALUES (?1, ?2, ?3, ?3, NULL, ?4)
-                ON CONFLICT (name) DO UPDATE SET position = coalesce(excluded.position, position),
-                    lastAttempt = excluded.lastAttempt, lastSuccess = excluded.lastSuccess, lastError = NULL,
-                    lastQuery = excluded.lastQuery
-                """
-        ).execute(arguments: [name, position, nowMilliseconds, query])
-        try db.cachedStatement(
-            sql: """
-                UPDATE associationState SET generation = generation + 1, lastCreated = max(lastCreated, ?)
-                """
-        ).execute(arguments: [importer.lastCreated])
-
-        let committed = try recorder.finish()
-        report.token = committed.token
-        report.created = committed.inserted
-        report.updated = committed.updated
-        report.deleted = committed.deleted
-        report.superseded = committed.superseded
-        if settings.takeFailure() { throw InjectedSourceImportFailure() }
-        return report
+        // The next slice's associator names its new events after this one's.
+        try db.cachedStatement(sql: "UPDATE associationState SET lastCreated = max(lastCreated, ?)").execute(
+            arguments: [importer.lastCreated])
     }
+
 }
 
 /// The writes of one source import's transaction: reports, tombstones, events and quake rows.
@@ -662,7 +720,8 @@ struct SourceImport {
     /// The per-report and per-event statements, prepared once (cached by the connection) and
     /// driven through the SQLite C API (see ``RawStatement``).
     private let statements: SourceStatements
-    /// The reports ``write(_:report:event:tombstone:isNew:)`` wrote, and the event each names.
+    /// The reports ``write(_:report:event:tombstone:isNew:)`` wrote, and the event each names in
+    /// the table now (kept when ``publish`` moves one).
     private var writtenInEvent: [ReportKey: String] = [:]
 
     init(db: Database, name: String, now: Date) throws {
@@ -731,9 +790,11 @@ struct SourceImport {
                 var members: [SourceReport] = []
                 members.reserveCapacity(event.reports.count)
                 for key in event.reports {
-                    // A report written by this run already names its event (``write``).
+                    // A report this transaction wrote (``write``) or moved already names its event.
                     if writtenInEvent[key] != event.id {
                         try statements.setReportEvent.run(event.id, key.source, key.id, event.id)
+                        // A later slice may move it again, or back (see associateSourceItems).
+                        if writtenInEvent[key] != nil { writtenInEvent[key] = event.id }
                     }
                     if let report = associator.report(key) { members.append(report) }
                 }
@@ -787,6 +848,16 @@ struct SourceImport {
 
     /// Forgets which rows were written so far (the rebuild's, written before the items applied).
     mutating func forgetPublished() { published.removeAll() }
+
+    /// Forgets what the slice before wrote and changed: the next slice's associator is restored
+    /// from the tables, which say it, and its namesakes are those of its own changes (the slice
+    /// before republished its own). What is kept for the whole run stays (``lastCreated``,
+    /// ``usgsSupersededBy``), so memory follows the slice.
+    mutating func beginSlice() {
+        published.removeAll()
+        changedIDs.removeAll()
+        writtenInEvent.removeAll()
+    }
 
     /// Writes the rows, not written yet, of the events that hold `keys` (reports revised without
     /// changing their event as the associator compares them: see ``Event``).

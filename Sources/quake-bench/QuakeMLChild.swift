@@ -40,6 +40,9 @@ struct QuakeMLChild: AsyncParsableCommand {
     @Option(help: "quakeml-import: the items of one source run (one importSource transaction).")
     var batch = QuakeMLBenchmark.defaultBatch
 
+    @Option(help: "quakeml-import: the items the store applies at a time within a run's transaction.")
+    var sliceItems = QuakeStore.defaultSourceImportSliceItems
+
     func run() async throws {
         if mode == .quakemlImport {
             try await importIntoStore()
@@ -113,6 +116,7 @@ struct QuakeMLChild: AsyncParsableCommand {
         guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
         let started = ContinuousClock.now
         let store = try QuakeStore(directory: URL(fileURLWithPath: database))
+        store.sourceImportSliceItems = sliceItems
         let name = "fdsn"
         let association = AssociationConfiguration(sourceOrder: [name])
         let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
