@@ -5,7 +5,7 @@ import Testing
 
 @testable import QuakeStore
 
-@Suite("Commit announcements")
+@Suite("Commit announcements", .timely)
 struct CommitsTests {
     /// Much longer than any test waits for an in-process commit: seeing one means the write woke
     /// the iterator, not a poll.

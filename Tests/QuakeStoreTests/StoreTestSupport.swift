@@ -1,6 +1,7 @@
 import Foundation
 import QuakeFeed
 import QuakeTestSupport
+import Testing
 
 @testable import QuakeStore
 
@@ -58,4 +59,24 @@ struct StoreSnapshot: Equatable {
         oldest = try store.oldestToken()
         history = try store.history(after: oldest, limit: 10_000).transactions
     }
+}
+
+/// Runs each test of a suite (or a test) with ``OwnThreadExecutor/servers`` as its task executor
+/// preference: for tests that time how promptly something happens in the process ("announced at
+/// once"), as a daemon's own executor would see it. On Swift's global executor, shared with every
+/// test running at once, a task waited up to 15 s to start while CPU-bound tests held its two
+/// threads (a clean-clone CI rehearsal, 2026-11-29), longer than any such test waits.
+struct TimelyTrait: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await withTaskExecutorPreference(OwnThreadExecutor.servers) { try await function() }
+    }
+}
+
+extension Trait where Self == TimelyTrait {
+    /// See ``TimelyTrait``.
+    static var timely: Self { TimelyTrait() }
 }
