@@ -18,8 +18,8 @@ import NIOPosix
 /// At most ``maxConnections`` connections are served at once (more are closed at once), and a
 /// connection that neither reads nor writes for ``idleTimeout`` is closed when the client is the
 /// one holding it up (an idle keep-alive connection, or a client that stopped reading a long
-/// answer), never while the server still works out an answer the socket would take. Bodies are streamed with back
-/// pressure: nothing is written ahead of what the socket takes.
+/// answer), never while the server still works out an answer the socket would take. Bodies are
+/// streamed with back pressure: nothing is written ahead of what the socket takes.
 public final class HTTPServer: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 

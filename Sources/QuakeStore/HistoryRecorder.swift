@@ -133,9 +133,6 @@ struct HistoryRecorder {
             arguments: [token, id]) == true
     }
 
-    /// Writes the transaction's counts, counted from its change rows. A transaction whose changes
-    /// all cancelled out is removed, and its token given back: the head stays a token that a
-    /// transaction carries (or the last purged one).
     /// A delete superseded by a quake this transaction deleted too names where that one went:
     /// its survivor, or its reason when it had none. A transaction that regroups in steps (a
     /// source run applied a slice at a time) may supersede A by B and then B by C; clients are
@@ -156,6 +153,9 @@ struct HistoryRecorder {
         }
     }
 
+    /// Writes the transaction's counts, counted from its change rows. A transaction whose changes
+    /// all cancelled out is removed, and its token given back: the head stays a token that a
+    /// transaction carries (or the last purged one).
     mutating func finish() throws -> CommittedChanges {
         if collected != nil { return CommittedChanges() }
         let token: HistoryToken

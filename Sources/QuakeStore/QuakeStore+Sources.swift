@@ -547,16 +547,12 @@ extension Database {
         // are published as one supersede only when applied together) are one slice. A run with
         // no items is one empty slice (a changed configuration still regroups, entering
         // association mode still republishes).
-        var slices: [[ArraySlice<SourceItem>]] = []
-        if batches.count == 1, let batch = batches.first {
-            var start = batch.startIndex
-            while start < batch.endIndex {
-                let end = min(batch.endIndex, start + max(1, sliceItems))
-                slices.append([batch[start..<end]])
-                start = end
+        var slices: [[ArraySlice<SourceItem>]] = [batches.map { $0[...] }]
+        if batches.count == 1, let batch = batches.first, batch.count > sliceItems {
+            slices = stride(from: 0, to: batch.count, by: sliceItems).map { start in
+                [batch[start..<min(batch.count, start + sliceItems)]]
             }
         }
-        if slices.isEmpty { slices = [batches.map { $0[...] }] }
         for (number, slice) in slices.enumerated() {
             try db.associateSlice(
                 slice, importer: &importer, report: &report, association: association,
@@ -700,7 +696,6 @@ extension Database {
         try db.cachedStatement(sql: "UPDATE associationState SET lastCreated = max(lastCreated, ?)").execute(
             arguments: [importer.lastCreated])
     }
-
 }
 
 /// The writes of one source import's transaction: reports, tombstones, events and quake rows.

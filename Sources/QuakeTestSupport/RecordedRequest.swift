@@ -91,7 +91,8 @@ final class ArrivalStamper: ChannelInboundHandler {
             return
         }
         let (seconds, attoseconds) = (ContinuousClock.now - Self.origin).components
-        head.headers.replaceOrAdd(name: Self.headerName, value: "\(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)")
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        head.headers.replaceOrAdd(name: Self.headerName, value: "\(nanoseconds)")
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 

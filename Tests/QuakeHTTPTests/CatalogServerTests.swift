@@ -20,7 +20,8 @@ import Testing
             let socket = try await HTTPServer.open(port: 0, idleTimeout: idleTimeout)
             #expect(socket.localAddress == "127.0.0.1:\(socket.port)", "loopback by default")
             let server = HTTPServer(
-                socket: socket, router: CatalogRouter(store: store, routes: routes), logger: Logger(label: "quaked.http.test"))
+                socket: socket, router: CatalogRouter(store: store, routes: routes),
+                logger: Logger(label: "quaked.http.test"))
             let task = Task(executorPreference: OwnThreadExecutor.servers) { try await server.run() }
             defer { task.cancel() }
             try await body(socket, task)
