@@ -299,6 +299,7 @@ let package = Package(
             dependencies: [
                 "Varlink",
                 "QuakeProtocol",
+                "QuakeModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -128,29 +128,72 @@ public struct SwiftGenerator {
                 out.line("try json.beginObject()")
                 let hashes = fields.map { Self.keyHash($0.name) }
                 let byHash = Set(hashes).count == hashes.count
-                out.line(byHash ? "while let member = try json.nextMember() {" : "while let key = try json.nextKey() {")
-                out.indent { out in
-                    // On the name's hash when the fields' hashes differ (they always have so far),
-                    // with one comparison of the name's bytes to confirm: no String per member, and
-                    // not a comparison with every field's name.
-                    out.line(byHash ? "switch member.hash {" : "switch key {")
-                    for (bit, field) in fields.enumerated() {
-                        let type = swiftType(field.type, field)
-                        let read =
-                            "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
-                        if byHash {
+                if byHash && !fields.isEmpty {
+                    // Each member's field found two ways: first among the fields that may come
+                    // next, the one after the last read and up to `lookahead` more (every encoder
+                    // of ours writes them in declaration order, leaving out optionals that are
+                    // null, so most are found by comparing the name's bytes once or a few times),
+                    // else by the name's hash, with one comparison to confirm. No String per
+                    // member, and not a comparison with every field's name.
+                    out.line("var expected = 0")
+                    out.line("members: while true {")
+                    out.indent { out in
+                        out.line("let field: Int")
+                        out.line("switch expected {")
+                        for (bit, field) in fields.enumerated() {
                             out.line(
-                                "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): \(read)")
-                        } else {
-                            out.line("case \(literal(field.name)): \(read)")
+                                "case \(max(0, bit - Self.lookahead))...\(bit) where json.takeMember(\(literal(field.name))): field = \(bit)"
+                            )
                         }
+                        out.line("default:")
+                        out.indent { out in
+                            out.line("guard let member = try json.nextMember() else { break members }")
+                            out.line("switch member.hash {")
+                            for (bit, field) in fields.enumerated() {
+                                out.line(
+                                    "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): field = \(bit)")
+                            }
+                            // A member the type does not declare: refused or skipped as the
+                            // scanner's unknownMembers says (a call's parameters or a reply).
+                            out.line("default:")
+                            out.indent { out in
+                                out.line("try json.unknownMember(member)")
+                                out.line("continue members")
+                            }
+                            out.line("}")
+                        }
+                        out.line("}")
+                        out.line("switch field {")
+                        for (bit, field) in fields.enumerated() {
+                            let type = swiftType(field.type, field)
+                            let read =
+                                "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
+                            out.line(bit == fields.count - 1 ? "default: \(read)" : "case \(bit): \(read)")
+                        }
+                        out.line("}")
+                        out.line("expected = field + 1")
                     }
-                    // A member the type does not declare: refused or skipped as the scanner's
-                    // unknownMembers says (a call's parameters or a reply), one code for both.
-                    out.line("default: try json.unknownMember(\(byHash ? "member" : "key"))")
+                    out.line("}")
+                } else {
+                    out.line(byHash ? "while let member = try json.nextMember() {" : "while let key = try json.nextKey() {")
+                    out.indent { out in
+                        out.line(byHash ? "switch member.hash {" : "switch key {")
+                        for (bit, field) in fields.enumerated() {
+                            let type = swiftType(field.type, field)
+                            let read =
+                                "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
+                            if byHash {
+                                out.line(
+                                    "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): \(read)")
+                            } else {
+                                out.line("case \(literal(field.name)): \(read)")
+                            }
+                        }
+                        out.line("default: try json.unknownMember(\(byHash ? "member" : "key"))")
+                        out.line("}")
+                    }
                     out.line("}")
                 }
-                out.line("}")
                 for field in fields where !field.type.isOptional {
                     out.line(
                         "guard let \(local(field)) else { throw VarlinkParameterError(path: [\(literal(field.name))], .missing) }"
@@ -426,6 +469,12 @@ public struct SwiftGenerator {
     }
 
     // MARK: Names and types
+
+    /// How many fields past the one expected next a generated decoder tries by name before it
+    /// hashes the member's name: runs of omitted optionals (a quake from an agency that reports
+    /// few of the USGS's fields) are skipped without hashing, while a member out of order costs
+    /// at most this many failed comparisons more, most of them ending at the name's first byte.
+    static let lookahead = 8
 
     /// The runtime's `JSONScanner.keyHash`: FNV-1a, 64 bits, of the name's UTF-8.
     static func keyHash(_ name: String) -> UInt64 {

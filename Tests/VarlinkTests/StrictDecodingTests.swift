@@ -1,4 +1,5 @@
 import Foundation
+import QuakeModel
 import QuakeProtocol
 import Testing
 @testable import Varlink
@@ -124,6 +125,72 @@ struct StrictDecodingTests {
         #expect(try IOQuaked.FetchHistory.Reply.decode(json: reply.jsonBytes) == reply)
         // Optional fields that are nil are left out, never written as null.
         #expect(!String(decoding: reply.jsonBytes, as: UTF8.self).contains("null"))
+    }
+
+    /// The quake of ``roundTrip()``: every kind of field, some left out.
+    static let quake = IOQuaked.Quake(
+        id: "us7000abcd", mag: 4.53, place: "10 km N of \"Somewhere\"", time: 1_700_000_000_123,
+        updated: 1_700_000_100_000, tz: -480, url: "https://x/y", detail: nil, felt: 12, cdi: nil, mmi: 0.1,
+        alert: "green", status: "reviewed", tsunami: 0, sig: 318, net: "us", code: "7000abcd", ids: ",us7000abcd,",
+        sources: nil, types: nil, nst: nil, dmin: nil, rms: nil, gap: nil, magType: "mb", type: "earthquake",
+        title: "M 4.5", lon: -179.99999, lat: 89.5, depth: -1.2)
+
+    /// An object's members as written: each name with its value's bytes.
+    static func members(_ json: [UInt8]) throws -> [(name: String, value: String)] {
+        var scanner = JSONScanner(json)
+        try scanner.beginObject()
+        var members: [(String, String)] = []
+        while let name = try scanner.nextKey() {
+            members.append((name, String(decoding: scanner.slice(try scanner.skipValue()), as: UTF8.self)))
+        }
+        return members
+    }
+
+    /// Decoders find members in declaration order first, by comparing names (skipping a few
+    /// left-out optionals), and only then by hash: whatever the order, the spacing or the
+    /// spelling of the names, the value is the same, and duplicates are still refused.
+    @Test("members in any order, spaced, or with escaped names decode to the same value; a repeat is refused")
+    func memberOrder() throws {
+        let members = try Self.members(Self.quake.jsonBytes)
+        func object(_ members: [(name: String, value: String)], _ separator: String = ",") -> [UInt8] {
+            Array(("{" + members.map { #""\#($0.name)":\#($0.value)"# }.joined(separator: separator) + "}").utf8)
+        }
+        #expect(try IOQuaked.Quake.decode(json: object(members)) == Self.quake)
+        #expect(try IOQuaked.Quake.decode(json: object(members.reversed())) == Self.quake)
+        for seed in UInt64(1)...20 {
+            var random = SeededRandom(seed: seed)
+            let shuffled = members.shuffled(using: &random)
+            #expect(
+                try IOQuaked.Quake.decode(json: object(shuffled)) == Self.quake,
+                "seed \(seed): \(shuffled.map(\.name))")
+        }
+        // Spaced as a person or another library writes JSON.
+        let spaced = "{ " + members.map { #""\#($0.name)" : \#($0.value)"# }.joined(separator: " , ") + " }"
+        #expect(try IOQuaked.Quake.decode(json: Array(spaced.utf8)) == Self.quake)
+        // A name with an escape is the same name.
+        var escaped = members
+        escaped[1].name = #"m\u0061g"#
+        #expect(try IOQuaked.Quake.decode(json: object(escaped)) == Self.quake)
+        // Repeats: right after, and after members the decoder skipped ahead over.
+        for (at, again) in [(1, 1), (3, 1), (members.count - 1, 0)] {
+            var repeated = members
+            repeated.insert(members[again], at: at + 1)
+            let error = Self.error(IOQuaked.Quake.self, String(decoding: object(repeated), as: UTF8.self))
+            #expect(error?.parameter == members[again].name, "\(repeated.map(\.name)): \(String(describing: error))")
+        }
+        #expect(Self.error(IOQuaked.FieldValue.self, #"{"int":1,"string":"x","int":2}"#)?.parameter == "int")
+    }
+
+    @Test(
+        "separators around members are checked whichever way a member is found",
+        arguments: [
+            #"{"field":"mag" "old":{"int":1}}"#, #"{"field":"mag",,"old":{"int":1}}"#, #"{,"field":"mag"}"#,
+            #"{ ,"field":"mag"}"#, #"{"field":"mag",}"#, #"{"field":"mag","old":{"int":1} ,}"#,
+            #"{"field":"mag","old"{"int":1}}"#, #"{"field""mag"}"#, #"{"field":"mag","old":{,"int":1}}"#,
+            #"{"field":"mag","old":{"int":1,}}"#, #"{"field":"mag""#,
+        ])
+    func separators(json: String) {
+        #expect(Self.error(IOQuaked.FieldChange.self, json) != nil, "\(json)")
     }
 
     @Test("doubles are written in their shortest exact form; integral floats without a fraction")

@@ -127,6 +127,41 @@ public struct JSONScanner: Sendable {
         return name
     }
 
+    /// For generated decoders: when the next member is named `name` (a declared field's plain
+    /// ASCII name), written as every encoder of ours writes it (`,"name":`, or `"name":` first,
+    /// without spaces), moves past it and returns true, positioned at its value. Otherwise
+    /// changes nothing and returns false: ``nextMember()`` then reads whatever comes, with its
+    /// checks and errors. Decoders try the field after the last one they read first: members
+    /// come in declaration order, so most are found here without hashing their names.
+    @inlinable public mutating func takeMember(_ name: StaticString) -> Bool {
+        let start = index
+        let found = name.withUTF8Buffer { name -> Int in
+            bytes.withUnsafeBufferPointer { b -> Int in
+                var i = start
+                guard i > 0, i < b.count else { return -1 }
+                let previous = b[i - 1]
+                if b[i] == UInt8(ascii: ",") {
+                    // A separator after a value, as nextMember requires (not after the opening
+                    // brace, nor after a space that might follow it).
+                    guard previous > 0x20, previous != UInt8(ascii: "{") else { return -1 }
+                    i += 1
+                } else {
+                    // The first member: right after the opening brace.
+                    guard previous == UInt8(ascii: "{") else { return -1 }
+                }
+                let count = name.count
+                guard i + count + 3 <= b.count, b[i] == UInt8(ascii: "\""), b[i + count + 1] == UInt8(ascii: "\""),
+                    b[i + count + 2] == UInt8(ascii: ":")
+                else { return -1 }
+                for k in 0..<count where b[i + 1 + k] != name[k] { return -1 }
+                return i + count + 3
+            }
+        }
+        guard found >= 0 else { return false }
+        index = found
+        return true
+    }
+
     /// Whether `member` is `expected` (an ASCII field name).
     @inlinable public func member(_ member: MemberName, is expected: StaticString) -> Bool {
         if let decoded = member.decoded { return decoded == expected.description }
