@@ -366,7 +366,8 @@ public struct QuakeCache: Sendable {
     }
 
     private static func quake(_ db: Database, id: String) throws -> IOQuaked.Quake? {
-        try String.fetchOne(db, sql: "SELECT quake FROM quakes WHERE id = ?", arguments: [id]).map(decode)
+        // Cached: a catch-up reads one row for each change whose quake a later one removed.
+        try String.fetchOne(db.cachedStatement(sql: "SELECT quake FROM quakes WHERE id = ?"), arguments: [id]).map(decode)
     }
 
     /// Writes quakes with their JSON: encoded by the generated type into one reused buffer and

@@ -7,8 +7,10 @@ import QuakeFeed
 public enum Formatting {
     /// `M 4.5`, or `M ?` when unknown.
     public static func magnitude(_ mag: Double?) -> String {
-        guard let mag, mag.isFinite else { return "M ?" }
-        return "M " + oneDecimal(mag)
+        // Appended into one small string: no second string for the number.
+        var text = "M "
+        if let mag, mag.isFinite { appendOneDecimal(mag, to: &text) } else { text += "?" }
+        return text
     }
 
     /// `4.5`: `%.1f` (the value's exact binary value rounded half to even), and `0.0` for what
@@ -32,12 +34,20 @@ public enum Formatting {
             return
         }
         if value < 0 { text += "-" }
+        if tenths < smallTenths.count {
+            text += smallTenths[tenths]
+            return
+        }
         text += String(tenths / 10)
         text += decimalPoints[tenths % 10]
     }
 
     /// `.0` to `.9`, appended whole (appending a `Unicode.Scalar` goes through the slow path).
     private static let decimalPoints = (0..<10).map { ".\($0)" }
+
+    /// `0.0` to `99.9` (every magnitude there is), each made once: making the integer part's
+    /// text for each value was a third of the magnitude column's time in a catch-up.
+    private static let smallTenths = (0..<1000).map { "\($0 / 10)\(decimalPoints[$0 % 10])" }
 
     /// `magnitude` × 10 rounded to an integer as `%.1f` rounds: from the exact value, a tie to
     /// even. Each comparison is one fused multiply-add, whose single rounding keeps the sign of
