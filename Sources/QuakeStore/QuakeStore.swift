@@ -261,9 +261,11 @@ extension FeedSink {
     /// Reads a file in 128 KiB chunks and sends them (`file://` feeds,
     /// ``QuakeStore/importFile(_:source:maxBytes:expiringBefore:)``).
     public func sendFile(at url: URL, chunkSize: Int = 128 * 1024) async throws {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let fd = handle.fileDescriptor
+        let path = url.path
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw FileFeedError(path: path, opening: true, code: errno) }
+        defer { close(fd) }
         while true {
             try Task.checkCancellation()
             // A new buffer per chunk: the batch keeps it (its undecoded features point into it).
@@ -274,9 +276,31 @@ extension FeedSink {
                 if count < 0 { failure = errno }
             }
             if failure == EINTR { continue }
-            if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
+            if failure != 0 { throw FileFeedError(path: path, opening: false, code: failure) }
             if chunk.isEmpty { return }
             try await send(chunk)
         }
+    }
+}
+
+/// A `file://` feed that cannot be opened or read: the path, the system's reason and what to
+/// check, in place of Foundation's error domain and user-info dump.
+public struct FileFeedError: Error, CustomStringConvertible {
+    public let path: String
+    /// Whether opening failed (else a read did).
+    public let opening: Bool
+    public let code: Int32
+
+    public var description: String {
+        let reason = String(cString: strerror(code))
+        let remedy =
+            switch code {
+            case ENOENT, ENOTDIR: "check the path in the feed's file:// URL"
+            case EACCES, EPERM:
+                "check that quaked's user may read it (under systemd, that the path is not hidden from the service)"
+            case EISDIR: "a file:// feed names a file, not a directory"
+            default: "check the file and the disk it is on"
+            }
+        return "cannot \(opening ? "open" : "read") \(path): \(reason) (\(remedy))"
     }
 }

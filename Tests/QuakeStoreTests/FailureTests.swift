@@ -17,6 +17,29 @@ struct FailureTests {
 
     static let bigFixture = Fixtures.usgs("tylerhill122__leaflet-usgs__all_week.geojson")
 
+    @Test("a file:// feed that is missing or a directory fails with its path, the reason and what to check")
+    func unreadableFile() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try await seededStore(in: dir)
+            let before = try StoreSnapshot(store)
+            let missing = dir.appendingPathComponent("no-such-feed.geojson")
+            let error = try await #require(throws: ImportError.self) { try await store.importFile(missing) }
+            #expect(error.kind == .source)
+            let text = String(describing: error)
+            #expect(
+                text.contains(
+                    "cannot open \(missing.path): No such file or directory (check the path in the feed's file:// URL)"),
+                "\(text)")
+            #expect(!text.contains("NSCocoaErrorDomain"), "\(text)")
+            let directory = try await #require(throws: ImportError.self) { try await store.importFile(dir) }
+            #expect(
+                String(describing: directory).contains(
+                    "cannot read \(dir.path): Is a directory (a file:// feed names a file, not a directory)"),
+                "\(directory)")
+            #expect(try StoreSnapshot(store) == before)
+        }
+    }
+
     @Test("a document cut short fails with its offset and stores none of its features")
     func truncatedDocument() async throws {
         try await withTemporaryDirectory { dir in
