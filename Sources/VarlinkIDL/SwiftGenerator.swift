@@ -128,6 +128,10 @@ public struct SwiftGenerator {
                 out.line("try json.beginObject()")
                 let hashes = fields.map { Self.keyHash($0.name) }
                 let byHash = Set(hashes).count == hashes.count
+                // A declared field's value read into its local: once, named in any error.
+                func read(_ bit: Int, _ field: VarlinkInterface.Field) -> String {
+                    "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(swiftType(field.type, field))"
+                }
                 if byHash && !fields.isEmpty {
                     // Each member's field found two ways: first among the fields that may come
                     // next, the one after the last read and up to `lookahead` more (every encoder
@@ -165,10 +169,8 @@ public struct SwiftGenerator {
                         out.line("}")
                         out.line("switch field {")
                         for (bit, field) in fields.enumerated() {
-                            let type = swiftType(field.type, field)
-                            let read =
-                                "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
-                            out.line(bit == fields.count - 1 ? "default: \(read)" : "case \(bit): \(read)")
+                            let label = bit == fields.count - 1 ? "default" : "case \(bit)"
+                            out.line("\(label): \(read(bit, field))")
                         }
                         out.line("}")
                         out.line("expected = field + 1")
@@ -179,14 +181,12 @@ public struct SwiftGenerator {
                     out.indent { out in
                         out.line(byHash ? "switch member.hash {" : "switch key {")
                         for (bit, field) in fields.enumerated() {
-                            let type = swiftType(field.type, field)
-                            let read =
-                                "\(local(field)) = try json.field(\(literal(field.name)), seen: &seen, bit: 1 << \(bit)) as \(type)"
                             if byHash {
                                 out.line(
-                                    "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): \(read)")
+                                    "case \(Self.hex(hashes[bit])) where json.member(member, is: \(literal(field.name))): \(read(bit, field))"
+                                )
                             } else {
-                                out.line("case \(literal(field.name)): \(read)")
+                                out.line("case \(literal(field.name)): \(read(bit, field))")
                             }
                         }
                         out.line("default: try json.unknownMember(\(byHash ? "member" : "key"))")

@@ -36,6 +36,10 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             discussion: "One run of each lasts well under a second, so a single pair scatters with the machine's load."))
     var applyRuns = 5
 
+    func validate() throws {
+        guard applyRuns >= 1 else { throw ValidationError("--apply-runs must be at least 1 (got \(applyRuns)).") }
+    }
+
     /// What --json prints.
     struct Figures: Encodable {
         struct CatchUp: Encodable {
@@ -304,7 +308,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
             """
         var watchRuns: [Double] = []
         var peerRuns: [Double] = []
-        for run in 0..<max(applyRuns, 1) {
+        for run in 0..<applyRuns {
             let (path, watchCache) = try emptyCache("watch-cache-\(run).sqlite")
             started = ContinuousClock.now
             let watch = try ChildProcess(quakectl, ["watch", "--since", "now", "--cache", path, "--socket", socket])

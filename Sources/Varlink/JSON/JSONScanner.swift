@@ -131,8 +131,9 @@ public struct JSONScanner: Sendable {
     /// ASCII name), written as every encoder of ours writes it (`,"name":`, or `"name":` first,
     /// without spaces), moves past it and returns true, positioned at its value. Otherwise
     /// changes nothing and returns false: ``nextMember()`` then reads whatever comes, with its
-    /// checks and errors. Decoders try the field after the last one they read first: members
-    /// come in declaration order, so most are found here without hashing their names.
+    /// checks and errors. Decoders try the field after the last one they read, then a few after
+    /// it (optionals left out), before they hash: members come in declaration order, so most
+    /// are found here.
     @inlinable public mutating func takeMember(_ name: StaticString) -> Bool {
         let start = index
         let found = name.withUTF8Buffer { name -> Int in
