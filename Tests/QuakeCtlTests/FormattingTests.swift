@@ -123,6 +123,47 @@ import Testing
         #expect(ChangeText.fieldSummary([fields[1]], OutputStyle()) == "revised")
     }
 
+    /// `watch` prints a catch-up's lines as bytes (``OutputBytes``); `list`, `show` and the tests
+    /// make them as strings. The same functions write both: the bytes are the string's UTF-8,
+    /// whatever the change, the place's characters, the colours, the unit or the time zone.
+    @Test(arguments: [
+        OutputStyle(), OutputStyle(colors: true), OutputStyle(absoluteTimes: true, timeZone: TimeZone(identifier: "Asia/Kolkata")!),
+        OutputStyle(units: .mi),
+    ])
+    func changeLinesAsBytesAreTheStringsUTF8(style: OutputStyle) {
+        var quake = IOQuaked.Quake(id: "us7000abcd", time: 1_799_999_000_000)
+        quake.mag = 4.25
+        quake.place = "12 km NNE of Reykjanesbær, Iceland — a place name long enough to be cut"
+        quake.net = "us"
+        let short = IOQuaked.Quake(id: "ci1", time: 1_799_000_000_000)
+        let fields = [
+            IOQuaked.FieldChange(field: "mag", old: .init(float: 4.1), new: .init(float: 4.25)),
+            IOQuaked.FieldChange(field: "place", old: .init(string: "Ísafjörður"), new: .init(string: "8 km S of Vík")),
+            IOQuaked.FieldChange(field: "depth", old: .init(float: 10), new: .init(float: 7.5)),
+            IOQuaked.FieldChange(field: "updated", old: .init(int: 1), new: .init(int: 2)),
+        ]
+        let changes = [
+            IOQuaked.Change(quakeId: quake.id, kind: .insert, quake: quake),
+            IOQuaked.Change(quakeId: short.id, kind: .insert, quake: short),
+            IOQuaked.Change(quakeId: "gone", kind: .insert),
+            IOQuaked.Change(quakeId: quake.id, kind: .update, fields: fields, quake: quake),
+            IOQuaked.Change(quakeId: quake.id, kind: .update, fields: [fields[3]]),
+            IOQuaked.Change(quakeId: quake.id, kind: .delete, reason: .superseded, supersededBy: "us7000abce"),
+            IOQuaked.Change(quakeId: quake.id, kind: .enter, fields: [fields[0]], quake: quake),
+            IOQuaked.Change(quakeId: quake.id, kind: .leave, fields: [fields[0]]),
+        ]
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        for change in changes {
+            for before in [nil, quake] {
+                let line = ChangeText.line(change, before: before, style, now: now)
+                var bytes = OutputBytes()
+                ChangeText.appendLine(change, before: before, style, now: now, to: &bytes)
+                #expect(bytes.bytes == Array(line.utf8), "\(change.kind) before \(before == nil ? "unknown" : "known")")
+                #expect(!line.isEmpty)
+            }
+        }
+    }
+
     @Test func timeArguments() {
         let now = Date(timeIntervalSince1970: 1_000_000)
         let twoHours: Int? = TimeArgument.parse("2h", now: now)

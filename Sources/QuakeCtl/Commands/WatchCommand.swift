@@ -307,9 +307,8 @@ struct WatchPrinter: Sendable {
             }
         case .applied(let transaction, let storeId, let before, let isBacklog):
             guard !isBacklog else { return }
-            var text = ""
             let changes = delivered(transaction, before: before)
-            if !style.json { text.reserveCapacity(changes.count * 160) }
+            var text = OutputBytes(capacity: style.json ? 0 : changes.count * 160)
             // One reading of the clock for the transaction's relative times.
             let now = Date()
             // Each change read in place through the buffer: a change is large, and `for change
@@ -321,7 +320,8 @@ struct WatchPrinter: Sendable {
                             JSONText.encode(
                                 WatchLine(
                                     event: "change", storeId: storeId, token: transaction.token,
-                                    author: transaction.author.rawValue, change: changes[i])) + "\n"
+                                    author: transaction.author.rawValue, change: changes[i]))
+                        text += "\n"
                     } else {
                         ChangeText.appendLine(
                             changes[i], before: before.isEmpty ? nil : before[changes[i].quakeId], style, now: now,

@@ -30,7 +30,7 @@ public enum ChangeText {
     /// where it lies (no copy of it or of its quake): a catch-up prints one line per change.
     static func appendLine(
         _ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date,
-        to text: inout String
+        to text: inout some TextOutput
     ) {
         switch change.kind {
         case .insert:
@@ -79,7 +79,7 @@ public enum ChangeText {
     }
 
     /// A change's kind in its 9 columns, in its colour.
-    static func appendLabel(_ label: String, _ color: ANSIColor, _ style: OutputStyle, to text: inout String) {
+    static func appendLabel(_ label: String, _ color: ANSIColor, _ style: OutputStyle, to text: inout some TextOutput) {
         if style.colors {
             text += style.paint(Formatting.fit(label, 9), color)
         } else {
@@ -90,7 +90,7 @@ public enum ChangeText {
     /// The row of a quake that went (a delete, a leave): from its tombstone, else the cache's row.
     static func appendGoneRow(
         _ change: IOQuaked.Change, before: IOQuaked.Quake?, _ style: OutputStyle, now: Date,
-        to text: inout String
+        to text: inout some TextOutput
     ) {
         let t = change.tombstone
         Formatting.appendRow(
@@ -128,7 +128,7 @@ public enum ChangeText {
     /// ``fieldSummary(_:_:)``'s text appended to `text` (after two spaces when `separated`), or
     /// nothing when it is empty. Written in place: a catch-up makes one of these per update.
     static func appendFieldSummary(
-        _ fields: [IOQuaked.FieldChange], _ style: OutputStyle, separated: Bool = false, to text: inout String
+        _ fields: [IOQuaked.FieldChange], _ style: OutputStyle, separated: Bool = false, to text: inout some TextOutput
     ) {
         var parts = 0
         // `contributors` (each agency's solution) changes with the fields it moves, which say it
@@ -192,7 +192,7 @@ public enum ChangeText {
     }
 
     /// A magnitude change's value: `4.5`, or `?`.
-    static func appendMag(_ value: IOQuaked.FieldValue?, to text: inout String) {
+    static func appendMag(_ value: IOQuaked.FieldValue?, to text: inout some TextOutput) {
         if let number = value?.number { Formatting.appendOneDecimal(number, to: &text) } else { text += "?" }
     }
 

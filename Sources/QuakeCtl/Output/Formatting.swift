@@ -23,7 +23,7 @@ public enum Formatting {
     }
 
     /// ``oneDecimal(_:)``'s text appended to `text` (a catch-up prints two per magnitude change).
-    static func appendOneDecimal(_ value: Double, to text: inout String) {
+    static func appendOneDecimal(_ value: Double, to text: inout some TextOutput) {
         guard let tenths = roundedTenths(value.magnitude) else {
             let s = String(format: "%.1f", value)
             text += s == "-0.0" ? "0.0" : s
@@ -229,7 +229,7 @@ public enum Formatting {
     }
 
     /// ``fit(_:_:)``'s text, appended to `row`.
-    static func appendFitted(_ text: String, _ width: Int, to row: inout String) {
+    static func appendFitted(_ text: String, _ width: Int, to row: inout some TextOutput) {
         // Plain ASCII (no CR, which joins a following LF into one character) has a character per
         // byte: counted and cut without walking grapheme clusters.
         let ascii = asciiCount(text)
@@ -247,18 +247,9 @@ public enum Formatting {
         row += "…"
     }
 
-    static func pad(_ row: inout String, _ count: Int) {
-        // Whole strings of spaces: appending a `Unicode.Scalar` at a time goes through the slow path.
-        var count = count
-        while count > 0 {
-            let n = min(count, spaces.count - 1)
-            row += spaces[n]
-            count -= n
-        }
+    static func pad(_ row: inout some TextOutput, _ count: Int) {
+        row.appendSpaces(count)
     }
-
-    /// Strings of 0 to 64 spaces.
-    private static let spaces = (0...64).map { String(repeating: " ", count: $0) }
 
     /// The character count of an ASCII text without CR (one byte each); nil for any other text.
     static func asciiCount(_ text: String) -> Int? {
@@ -277,7 +268,7 @@ public enum Formatting {
     }
 
     /// ``magnitudeColumn(_:_:)``, appended to `row`.
-    static func appendMagnitudeColumn(_ mag: Double?, _ style: OutputStyle, to row: inout String) {
+    static func appendMagnitudeColumn(_ mag: Double?, _ style: OutputStyle, to row: inout some TextOutput) {
         let text = magnitude(mag)
         style.appendPainted(text, magnitudeColor(mag), to: &row)
         pad(&row, 6 - text.utf8.count)  // ASCII: a character per byte
@@ -302,7 +293,7 @@ public enum Formatting {
     /// rather than made as strings of their own and joined.
     static func appendRow(
         mag: Double?, place: String?, time: Int, id: String, placeWidth: Int, _ style: OutputStyle, now: Date,
-        agencies: String?, agencyWidth: Int, to row: inout String
+        agencies: String?, agencyWidth: Int, to row: inout some TextOutput
     ) {
         appendMagnitudeColumn(mag, style, to: &row)
         pad(&row, 2)

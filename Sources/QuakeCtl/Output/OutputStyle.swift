@@ -52,7 +52,7 @@ public struct OutputStyle: Sendable {
 
     /// ``paint(_:_:)``'s text appended to `text`, without a string of its own when there are no
     /// colours.
-    func appendPainted(_ painted: String, _ color: ANSIColor?, to text: inout String) {
+    func appendPainted(_ painted: String, _ color: ANSIColor?, to text: inout some TextOutput) {
         if colors, color != nil { text += paint(painted, color) } else { text += painted }
     }
 
@@ -75,6 +75,7 @@ public enum ANSIColor: String, Sendable {
 /// line printed after a commit is out even if the process is killed a moment later.
 public enum Console {
     public static func out(_ text: String) { write(STDOUT_FILENO, text) }
+    static func out(_ text: OutputBytes) { text.bytes.withUnsafeBytes { writeAll(STDOUT_FILENO, $0) } }
     public static func err(_ text: String) { write(STDERR_FILENO, text) }
 
     /// A line on stdout.
