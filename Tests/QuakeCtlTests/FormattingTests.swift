@@ -127,8 +127,8 @@ import Testing
     /// make them as strings. The same functions write both: the bytes are the string's UTF-8,
     /// whatever the change, the place's characters, the colours, the unit or the time zone.
     @Test(arguments: [
-        OutputStyle(), OutputStyle(colors: true), OutputStyle(absoluteTimes: true, timeZone: TimeZone(identifier: "Asia/Kolkata")!),
-        OutputStyle(units: .mi),
+        OutputStyle(), OutputStyle(colors: true),
+        OutputStyle(absoluteTimes: true, timeZone: TimeZone(identifier: "Asia/Kolkata")!), OutputStyle(units: .mi),
     ])
     func changeLinesAsBytesAreTheStringsUTF8(style: OutputStyle) {
         var quake = IOQuaked.Quake(id: "us7000abcd", time: 1_799_999_000_000)
