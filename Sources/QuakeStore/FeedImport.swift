@@ -135,6 +135,10 @@ struct FeedImport {
             throw ImportError(
                 kind: .storage, message: "SQLite refused the write: \(error.message ?? "\(error)")",
                 byteOffset: bytesConsumed, featureIndex: featureCount)
+        } catch let error as FileFeedError {
+            // It names the file, the reason and what to check: said as it is, not wrapped again.
+            throw ImportError(
+                kind: .source, message: error.description, byteOffset: bytesConsumed, featureIndex: featureCount)
         } catch {
             throw ImportError(
                 kind: .source, message: "reading the feed failed: \(error)", byteOffset: bytesConsumed,

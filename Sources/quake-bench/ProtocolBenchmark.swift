@@ -21,7 +21,8 @@ struct ProtocolBenchmark: AsyncParsableCommand {
     @Option(help: "History changes for the catch-up measurements.")
     var changes = 100_000
 
-    @Option(help: "Notifications measured per subscriber count (after one warm-up round).")
+    @Option(
+        help: "Notifications measured per subscriber count (after one warm-up round): 1 to \(ProtocolBenchmark.maxRounds).")
     var rounds = 50
 
     @Flag(help: "Print one JSON object with the figures (progress goes to stderr).")
@@ -38,7 +39,20 @@ struct ProtocolBenchmark: AsyncParsableCommand {
 
     func validate() throws {
         guard applyRuns >= 1 else { throw ValidationError("--apply-runs must be at least 1 (got \(applyRuns)).") }
+        guard (1...Self.maxRounds).contains(rounds) else {
+            throw ValidationError(
+                "--rounds must be 1 to \(Self.maxRounds) (got \(rounds)): each round, and the warm-up, deletes one of the "
+                    + "store's \(Self.quakeCount) quakes for each of the \(Self.subscriberCounts.count) subscriber counts.")
+        }
     }
+
+    /// The quakes in the benchmark's store: each round of history writes all of them.
+    static let quakeCount = 1000
+    /// The fan-out's subscriber counts.
+    static let subscriberCounts = [1, 100, 1000]
+    /// As many rounds as the store has quakes to delete: one a round (and one for the warm-up)
+    /// for each subscriber count.
+    static var maxRounds: Int { quakeCount / subscriberCounts.count - 1 }
 
     /// What --json prints.
     struct Figures: Encodable {
@@ -113,7 +127,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
 
         // History: `changes` changes in transactions of 1,000 (one insert round, then updates).
         say("writing \(changes) history changes …")
-        let perRound = 1000
+        let perRound = Self.quakeCount
         let store = try QuakeStore(directory: state)
         for round in 0..<max(1, changes / perRound) {
             let json = Self.feed(round: round, count: perRound)
@@ -376,7 +390,7 @@ struct ProtocolBenchmark: AsyncParsableCommand {
         say("  subscribers      p50 ms      p99 ms   p50 / round trip   quaked's share (mean ms)")
         var figures: [Figures.FanOut] = []
         var deleteIndex = 0
-        for count in [1, 100, 1000] {
+        for count in Self.subscriberCounts {
             var subscribers: [UnixSocketClient] = []
             for _ in 0..<count {
                 let client = try UnixSocketClient(path: socket)
