@@ -84,6 +84,50 @@ struct FetchHistoryEncodingTests {
         }
     }
 
+    /// The page writer writes a quake once from its row and copies that object for the page's
+    /// other changes to it (the page is one read transaction: the quake as it is now). Several
+    /// transactions in one page naming the same quakes, one of them deleted by the last and so
+    /// without a quake in every change, must give exactly the reply built from decoded values,
+    /// each change carrying its own quake.
+    @Test("a quake named by several of a page's transactions is written each time as it is now, and only for itself")
+    func repeatedQuakesInOnePage() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            defer { try? store.close() }
+            func feature(_ id: String, mag: Double, updated: Int, place: String) -> String {
+                #"{"type":"Feature","properties":{"mag":\#(mag),"place":"\#(place)","time":1700000000000,"updated":\#(updated),"status":"automatic","net":"bn","code":"\#(id)","ids":",bn\#(id),","type":"earthquake","title":"M \#(mag)"},"geometry":{"type":"Point","coordinates":[10,45,7]},"id":"bn\#(id)"}"#
+            }
+            let rounds: [[String]] = [
+                [feature("1", mag: 2.0, updated: 1, place: "one"), feature("2", mag: 3.0, updated: 1, place: "two")],
+                [feature("1", mag: 2.5, updated: 2, place: "one"), feature("3", mag: 4.0, updated: 2, place: "three")],
+                [feature("1", mag: 2.6, updated: 3, place: "one, moved"), feature("2", mag: 3.1, updated: 3, place: "two")],
+            ]
+            for (n, round) in rounds.enumerated() {
+                _ = try await store.importFeed(source: "test://round\(n)") { sink in
+                    try await sink.send(Array(#"{"type":"FeatureCollection","features":[\#(round.joined(separator: ","))]}"#.utf8))
+                }
+            }
+            _ = try await store.delete(ids: ["bn3"])
+            var writer = IOQuaked.FetchHistory.ReplyWriter()
+            let summary = try store.visitHistory(after: 0, limit: 10, &writer)
+            let frame = writer.finish(summary)
+            let decoded = try IOQuaked.FetchHistory.Reply.decode(json: try VarlinkReply(parsing: Array(frame.dropLast())).parameters)
+            let page = try store.history(after: 0, limit: 10)
+            #expect(decoded.transactions.count == 4 && !decoded.hasMore)
+            #expect(decoded.transactions == page.transactions.map { Self.transaction($0, filtered: false) })
+            let changes = decoded.transactions.flatMap(\.changes)
+            // bn1 in three transactions, bn2 in two: each time the quake as stored now.
+            for id in ["bn1", "bn2"] {
+                let quakes = changes.filter { $0.quakeId == id }.map(\.quake)
+                #expect(quakes.count == (id == "bn1" ? 3 : 2))
+                #expect(quakes.allSatisfy { $0 == (try? store.quake(id: id)).flatMap { $0 }.map(IOQuaked.Quake.init) })
+            }
+            #expect(changes.first { $0.quakeId == "bn1" }?.quake?.place == "one, moved")
+            // bn3, deleted by the page's last transaction: no quake in any of its changes.
+            #expect(changes.filter { $0.quakeId == "bn3" }.allSatisfy { $0.quake == nil })
+        }
+    }
+
     /// The reply's parameters with each change's stored `fields` and `tombstone` decoded and
     /// written again by the generated encoder; every other byte as it was.
     static func rewritingStoredJSON(_ parameters: [UInt8]) throws -> [UInt8] {

@@ -196,6 +196,11 @@ extension IOQuaked.FetchHistory {
         private var transactionStart = 0
         /// Where a filtered transaction's counts go, once its changes have been judged.
         private var changesStart = 0
+        /// Each quake's JSON object as this page first wrote it. A page is read in one read
+        /// transaction and carries each quake as it is now, so a quake changed in several of the
+        /// page's transactions is the same object each time: written once from its row, then
+        /// copied (a catch-up's page of 4,000 changes often names each quake several times).
+        private var quakeObjects: [String: [UInt8]] = [:]
 
         /// The store's quake columns are the interface's Quake members, in its order: checked once.
         private static let columnsAreMembers: Void = precondition(
@@ -242,8 +247,23 @@ extension IOQuaked.FetchHistory {
             }
             Change.appendReason(c.reason.map(IOQuaked.DeleteReason.init), to: &writer)
             Change.appendSupersededBy(utf8: c.supersededBy, to: &writer)
-            if c.hasQuake { Change.appendQuake(from: QuakeRow(row: c), to: &writer) }
+            if c.hasQuake { appendQuake(c) }
             Change.end(to: &writer)
+        }
+
+        /// The change's `quake` member: from the row the first time the page names the quake,
+        /// as the page wrote it then every other time.
+        private mutating func appendQuake(_ c: StoredChangeRow) {
+            let id = String(decoding: c.quakeID, as: UTF8.self)
+            if let object = quakeObjects[id] {
+                object.withUnsafeBytes { Change.appendQuake(json: $0, to: &writer) }
+                return
+            }
+            let member = writer.bytes.count
+            Change.appendQuake(from: QuakeRow(row: c), to: &writer)
+            // The object begins at the first brace after the member's name ("quake" has none).
+            guard let start = writer.bytes[member...].firstIndex(of: UInt8(ascii: "{")) else { return }
+            quakeObjects[id] = Array(writer.bytes[start...])
         }
 
         mutating func endTransaction(_ counts: StoredTransactionCounts) {
