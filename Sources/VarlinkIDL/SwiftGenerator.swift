@@ -119,7 +119,19 @@ public struct SwiftGenerator {
             out.line("}")
             out.line("")
             out.line("public init(json: inout JSONScanner) throws(VarlinkParameterError) {")
+            let repeats = fields.count >= Self.repeatsMinimumFields
             out.indent { out in
+                if repeats {
+                    // A large object that came before in the same text, byte for byte, is
+                    // taken as decoded then (JSONScanner.repeated(_:)).
+                    out.line("if let repeated = json.repeated(Self.self) {")
+                    out.indent { out in
+                        out.line("self = repeated")
+                        out.line("return")
+                    }
+                    out.line("}")
+                    out.line("let start = json.valueStart()")
+                }
                 if !fields.isEmpty { out.line("var seen: UInt64 = 0") }
                 for field in fields {
                     let type = swiftType(field.type, field)
@@ -200,6 +212,7 @@ public struct SwiftGenerator {
                     )
                 }
                 for field in fields { out.line("self.\(identifier(field.name)) = \(local(field))") }
+                if repeats { out.line("json.remember(self, from: start)") }
             }
             out.line("}")
             out.line("")
@@ -475,6 +488,11 @@ public struct SwiftGenerator {
     /// few of the USGS's fields) are skipped without hashing, while a member out of order costs
     /// at most this many failed comparisons more, most of them ending at the name's first byte.
     static let lookahead = 8
+
+    /// How many fields a struct has before its decoder looks for repeats of an object in the same
+    /// text (JSONScanner's `repeated(_:)`): below it, decoding costs too little for the lookup
+    /// to pay. io.quaked's Quake (32) and BackfillJob (21) are above it.
+    static let repeatsMinimumFields = 20
 
     /// The runtime's `JSONScanner.keyHash`: FNV-1a, 64 bits, of the name's UTF-8.
     static func keyHash(_ name: String) -> UInt64 {

@@ -127,6 +127,51 @@ struct StrictDecodingTests {
         #expect(!String(decoding: reply.jsonBytes, as: UTF8.self).contains("null"))
     }
 
+    /// A large object that comes again byte for byte in the same text (a history page's quake,
+    /// once per transaction that changed it) is taken as decoded the first time. Anything that
+    /// differs, even past the bytes that key it, or a repeat at another depth, is decoded.
+    @Test("a repeated quake decodes to its own value; one that differs anywhere, or at another depth, is decoded again")
+    func repeatedObjects() throws {
+        var moved = Self.quake
+        moved.depth = -1.25  // the last member: only the bytes past the key differ
+        var other = Self.quake
+        other.id = "us7000abce"  // within the key's bytes
+        var unknown = Self.quake
+        unknown.title = "M 4.5 \u{1F30B}"
+        let quakes = [Self.quake, moved, Self.quake, other, unknown, moved, Self.quake, unknown]
+        #expect(try [IOQuaked.Quake].decode(json: quakes.jsonBytes) == quakes)
+        // In a history page, change after change.
+        let changes = quakes.enumerated().map { IOQuaked.Change(quakeId: "q\($0.offset)", kind: .update, quake: $0.element) }
+        let transactions = (0..<3).map { token in
+            IOQuaked.Transaction(
+                token: token + 1, author: .import, timestamp: 1, inserted: 0, updated: changes.count, deleted: 0,
+                changes: changes)
+        }
+        let page = IOQuaked.FetchHistory.Reply(
+            storeId: "s", headToken: 3, oldestToken: 0, transactions: transactions, hasMore: false, nextAfter: 3)
+        #expect(try IOQuaked.FetchHistory.Reply.decode(json: page.jsonBytes) == page)
+        // A repeat with something wrong after the bytes it shares is refused, as a first would be.
+        let text = String(decoding: [Self.quake, Self.quake].jsonBytes, as: UTF8.self)
+        let broken = text.dropLast(2) + ",\"extra\":1}]"
+        #expect(Self.error([IOQuaked.Quake].self, String(broken))?.parameter == "[1].extra")
+
+        // Taken only at the depth the first was decoded at: `[quake, quake, [quake]]`.
+        let json = Self.quake.jsonBytes
+        var scanner = JSONScanner(Array("[".utf8) + json + Array(",".utf8) + json + Array(",[".utf8) + json + Array("]]".utf8))
+        try scanner.beginArray()
+        #expect(try scanner.nextElement())
+        #expect(scanner.repeated(IOQuaked.Quake.self) == nil, "nothing decoded yet")
+        #expect(try IOQuaked.Quake(json: &scanner) == Self.quake)
+        #expect(try scanner.nextElement())
+        #expect(scanner.repeated(IOQuaked.Quake.self) == Self.quake, "at the same depth")
+        #expect(try scanner.nextElement())
+        try scanner.beginArray()
+        #expect(try scanner.nextElement())
+        #expect(scanner.repeated(IOQuaked.Quake.self) == nil, "one level deeper")
+        var deeper = scanner
+        #expect(try IOQuaked.Quake(json: &deeper) == Self.quake)
+    }
+
     /// A quake with every kind of field and runs of left-out optionals (as agencies other than
     /// the USGS leave them), for the decoders' look-ahead over them.
     static let quake = IOQuaked.Quake(

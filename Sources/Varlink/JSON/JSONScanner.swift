@@ -10,6 +10,8 @@ public struct JSONScanner: Sendable {
     public static let maxDepth = 64
     /// What a generated decoder does with an object member its type does not declare.
     public var unknownMembers: UnknownMembers
+    /// Large objects decoded so far, for ``repeated(_:)``; nil until one is remembered.
+    @usableFromInline var repeats: RepeatStores?
 
     /// What a generated decoder does with an object member its type does not declare, at any
     /// depth (the mode is the scanner's, so every nested struct follows it).
