@@ -5,10 +5,13 @@
 //   value (writer and reader are inverses), and what a generated type takes is JSON;
 // - `nextMember`'s hash is `keyHash` of its name, and the name is `nextKey`'s (generated decoders
 //   switch on the hash and compare the name's bytes);
-// - `readDouble` (with its fast path without strtod) reads every number as `Double(String)` does.
+// - `readDouble` (with its fast path without strtod) reads every number as `Double(String)` does;
+// - a history page and a list of quakes decode the same, or fail the same, whether repeated
+//   quakes are taken as decoded before (`JSONScanner.repeated`) or decoded again.
 // The JSON-level differential against QuakeFeed's JSONReader is in json-reader.
 
 import FuzzSupport
+import QuakeProtocol
 import Varlink
 import VarlinkFuzzSupport
 
@@ -33,7 +36,31 @@ func fuzzVarlinkJSON(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     }
     checkKeyHashes(input)
     for (_, check) in generatedTypes { _ = check(input) }
+    checkRepeats(IOQuaked.FetchHistory.Reply.self, input)
+    checkRepeats([IOQuaked.Quake].self, input)
     return 0
+}
+
+/// `input` decoded as `T` with repeats taken and without: the same value, or an error both ways.
+func checkRepeats<T: VarlinkValue & Equatable>(_ type: T.Type, _ input: [UInt8]) {
+    func decode(_ takesRepeats: Bool) -> Result<T, VarlinkParameterError> {
+        var scanner = JSONScanner(input)
+        scanner.takesRepeats = takesRepeats
+        do throws(VarlinkParameterError) {
+            let value = try T(json: &scanner)
+            try scanner.finish()
+            return .success(value)
+        } catch {
+            return .failure(error)
+        }
+    }
+    switch (decode(true), decode(false)) {
+    case (.success(let a), .success(let b)):
+        check(a == b, "\(T.self): \(show(input)) decodes to \(a) taking repeats, to \(b) without")
+    case (.failure, .failure): break
+    case (let a, let b):
+        fail("\(T.self): \(show(input)) gives \(a) taking repeats, \(b) without")
+    }
 }
 
 /// Walks `input` with `nextMember` wherever there is an object; returns whether some object

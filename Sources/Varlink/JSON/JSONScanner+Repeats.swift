@@ -38,7 +38,7 @@ extension JSONScanner {
     /// The `T` decoded earlier from the same bytes as those that come next, moving past them; nil
     /// when there is none (then decode as usual).
     public mutating func repeated<T: Sendable>(_ type: T.Type) -> T? {
-        guard let stores = repeats else { return nil }
+        guard takesRepeats, let stores = repeats else { return nil }
         skipSpace()
         let start = index
         guard bytes.count - start >= Self.repeatKeyBytes,
@@ -57,7 +57,7 @@ extension JSONScanner {
 
     /// Remembers `value`, just decoded from the bytes from `start` to here, for ``repeated(_:)``.
     public mutating func remember<T: Sendable>(_ value: T, from start: ValueStart) {
-        guard index - start.index >= Self.repeatKeyBytes else { return }
+        guard takesRepeats, index - start.index >= Self.repeatKeyBytes else { return }
         let stores: RepeatStores
         if let existing = repeats {
             stores = existing

@@ -12,6 +12,9 @@ public struct JSONScanner: Sendable {
     public var unknownMembers: UnknownMembers
     /// Large objects decoded so far, for ``repeated(_:)``; nil until one is remembered.
     @usableFromInline var repeats: RepeatStores?
+    /// Whether generated decoders take a repeated large object as decoded before (the default);
+    /// off, every object is decoded (the fuzz target compares the two).
+    public var takesRepeats = true
 
     /// What a generated decoder does with an object member its type does not declare, at any
     /// depth (the mode is the scanner's, so every nested struct follows it).
