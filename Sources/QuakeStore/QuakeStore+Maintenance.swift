@@ -45,9 +45,6 @@ extension QuakeStore {
                 if associated { try Self.removeEvent(db, id: id, tombstonesAt: Self.milliseconds(now)) }
                 deleted.append(id)
             }
-            if associated && !deleted.isEmpty {
-                try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
-            }
             return DeleteReport(token: try recorder.finish().token, deleted: deleted, notFound: notFound)
         }
     }
@@ -74,10 +71,6 @@ extension QuakeStore {
                 try db.execute(sql: "DELETE FROM quakes WHERE id = ?", arguments: [tombstone.id])
                 try recorder.recordDelete(tombstone, reason: .expired)
                 if associated { try Self.removeEvent(db, id: tombstone.id, tombstonesAt: nil) }
-            }
-            if associated && !tombstones.isEmpty {
-                // The associator in memory no longer holds: rebuilt by the next import.
-                try db.execute(sql: "UPDATE associationState SET generation = generation + 1")
             }
             // Upstream deletions of expired events: the import skips those events anyway.
             try db.execute(sql: "DELETE FROM upstreamDeletions WHERE time < ?", arguments: [cutoff])

@@ -572,7 +572,6 @@ extension Database {
                     lastQuery = excluded.lastQuery
                 """
         ).execute(arguments: [name, position, nowMilliseconds, query])
-        try db.cachedStatement(sql: "UPDATE associationState SET generation = generation + 1").execute()
 
         let committed = try recorder.finish()
         report.token = committed.token

@@ -73,7 +73,7 @@ extension QuakeStore {
         }
         try ReportLinks.indexAll(db)
         try db.execute(
-            sql: "UPDATE associationState SET lastCreated = max(lastCreated, ?), generation = generation + 1",
+            sql: "UPDATE associationState SET lastCreated = max(lastCreated, ?)",
             arguments: [created])
     }
 

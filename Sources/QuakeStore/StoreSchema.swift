@@ -517,8 +517,8 @@ enum StoreSchema {
             // associate-distance, the preferences and the rules' version): an import under another
             // regroups the whole store once, then associates parts again. NULL, a store from
             // before this migration (whose associator was rebuilt in memory at each start): the
-            // next import regroups the whole store. (`generation` is still counted, but no longer
-            // read: nothing in memory needs to know whether the tables changed under it.)
+            // next import regroups the whole store. (`generation` is no longer counted or read: nothing
+            // in memory needs to know whether the tables changed under it. The column stays.)
             try db.execute(sql: "ALTER TABLE associationState ADD COLUMN configuration TEXT")
         }
         return migrator
