@@ -28,7 +28,13 @@ public final class TCPProbe {
         }
         guard status == 0 else {
             let error = errno
-            Glibc.close(descriptor)
+            // Closed once, and marked closed: a class whose stored properties are all set runs
+            // its deinit when its init throws, and the deinit closes too. Closing here without
+            // marking it closed the number twice; between the two, another thread could take
+            // the number (an accepted connection), so the second close closed that socket
+            // under its event loop (NIO: "unacceptable errno 9 Bad file descriptor in
+            // epoll_ctl", the test process killed).
+            close()
             throw POSIXError(.init(rawValue: error) ?? .EIO)
         }
     }
