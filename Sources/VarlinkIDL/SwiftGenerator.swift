@@ -92,7 +92,11 @@ public struct SwiftGenerator {
         into out: inout Output
     ) {
         precondition(fields.count <= 64, "\(name): more than 64 fields")
-        let extra = conformances.map { ", " + $0 }.joined()
+        let large = fields.count >= Self.largeStructFields
+        precondition(
+            !large || !fields.contains { ["storage", "uniqueStorage", "customMirror"].contains($0.name) || ["Storage", "CodingKeys"].contains(inlineName($0)) },
+            "\(name): a field's name is one the box takes")
+        let extra = (conformances + (large ? ["CustomReflectable"] : [])).map { ", " + $0 }.joined()
         out.line("public struct \(name): VarlinkValue, Hashable, Sendable, Codable\(extra) {")
         out.indent { out in
             for line in statics { out.line(line) }
@@ -103,9 +107,13 @@ public struct SwiftGenerator {
                     out.line("")
                 }
             }
-            for field in fields {
-                out.docs(field.documentation)
-                out.line("public var \(identifier(field.name)): \(swiftType(field.type, field))")
+            if large {
+                storage(fields, into: &out)
+            } else {
+                for field in fields {
+                    out.docs(field.documentation)
+                    out.line("public var \(identifier(field.name)): \(swiftType(field.type, field))")
+                }
             }
             if !fields.isEmpty { out.line("") }
             // Memberwise initializer; optionals default to nil.
@@ -114,14 +122,17 @@ public struct SwiftGenerator {
             }
             out.line("public init(\(parameters.joined(separator: ", "))) {")
             out.indent { out in
-                for field in fields { out.line("self.\(identifier(field.name)) = \(identifier(field.name))") }
+                if large {
+                    out.line("storage = Storage(\(fields.map { "\(identifier($0.name)): \(identifier($0.name))" }.joined(separator: ", ")))")
+                } else {
+                    for field in fields { out.line("self.\(identifier(field.name)) = \(identifier(field.name))") }
+                }
             }
             out.line("}")
             out.line("")
             out.line("public init(json: inout JSONScanner) throws(VarlinkParameterError) {")
-            let repeats = fields.count >= Self.repeatsMinimumFields
             out.indent { out in
-                if repeats {
+                if large {
                     // A large object that came before in the same text, byte for byte, is
                     // taken as decoded then (JSONScanner.repeated(_:)).
                     out.line("if let repeated = json.repeated(Self.self) {")
@@ -211,8 +222,12 @@ public struct SwiftGenerator {
                         "guard let \(local(field)) else { throw VarlinkParameterError(path: [\(literal(field.name))], .missing) }"
                     )
                 }
-                for field in fields { out.line("self.\(identifier(field.name)) = \(local(field))") }
-                if repeats { out.line("json.remember(self, from: start)") }
+                if large {
+                    out.line("storage = Storage(\(fields.map { "\(identifier($0.name)): \(local($0))" }.joined(separator: ", ")))")
+                    out.line("json.remember(self, from: start)")
+                } else {
+                    for field in fields { out.line("self.\(identifier(field.name)) = \(local(field))") }
+                }
             }
             out.line("}")
             out.line("")
@@ -235,7 +250,127 @@ public struct SwiftGenerator {
             }
             out.line("}")
             out.line("")
+            if large {
+                derivedConformances(fields, into: &out)
+                out.line("")
+            }
             members(fields, name: name, into: &out)
+        }
+        out.line("}")
+    }
+
+    /// A large struct's fields (``largeStructFields``), kept in one box that copies share until
+    /// one of them is changed (copy on write, as Swift's arrays are): a copy of the value is one
+    /// retain, not one per string, and it moves as one pointer. A history page's array of
+    /// changes, each holding a quake, is then a few hundred bytes per change, not a kilobyte,
+    /// and a quake repeated in the page (`JSONScanner.repeated(_:)`) is the same box. Each field
+    /// reads and writes as a stored property would.
+    private func storage(_ fields: [VarlinkInterface.Field], into out: inout Output) {
+        out.line("/// The fields, in one box shared by copies until one is changed.")
+        out.line("@usableFromInline final class Storage: @unchecked Sendable {")
+        out.indent { out in
+            for field in fields {
+                out.line("@usableFromInline var \(identifier(field.name)): \(swiftType(field.type, field))")
+            }
+            out.line("")
+            let parameters = fields.map { "\(identifier($0.name)): \(swiftType($0.type, $0))" }
+            out.line("@inlinable init(\(parameters.joined(separator: ", "))) {")
+            out.indent { out in
+                for field in fields { out.line("self.\(identifier(field.name)) = \(identifier(field.name))") }
+            }
+            out.line("}")
+            out.line("")
+            out.line("@inlinable func copy() -> Storage {")
+            out.line("    Storage(\(fields.map { "\(identifier($0.name)): \(identifier($0.name))" }.joined(separator: ", ")))")
+            out.line("}")
+        }
+        out.line("}")
+        out.line("")
+        out.line("@usableFromInline var storage: Storage")
+        out.line("")
+        out.line("/// Makes the box this value's alone before a field of it changes.")
+        out.line("@inlinable mutating func uniqueStorage() -> Storage {")
+        out.line("    if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }")
+        out.line("    return storage")
+        out.line("}")
+        for field in fields {
+            let name = identifier(field.name)
+            out.line("")
+            out.docs(field.documentation)
+            out.line("public var \(name): \(swiftType(field.type, field)) {")
+            out.indent { out in
+                out.line("@inlinable get { storage.\(name) }")
+                out.line("@inlinable set { uniqueStorage().\(name) = newValue }")
+                out.line("@inlinable _modify {")
+                out.line("    let storage = uniqueStorage()")
+                out.line("    yield &storage.\(name)")
+                out.line("}")
+            }
+            out.line("}")
+        }
+    }
+
+    /// What Swift would derive for a struct with the fields stored (`Hashable`, `Codable`, its
+    /// mirror), written out for a large struct's boxed fields: the same equality, hash,
+    /// coding keys and members, in declaration order.
+    private func derivedConformances(_ fields: [VarlinkInterface.Field], into out: inout Output) {
+        out.line("public static func == (lhs: Self, rhs: Self) -> Bool {")
+        out.indent { out in
+            for field in fields {
+                out.line("guard lhs.\(identifier(field.name)) == rhs.\(identifier(field.name)) else { return false }")
+            }
+            out.line("return true")
+        }
+        out.line("}")
+        out.line("")
+        out.line("public func hash(into hasher: inout Hasher) {")
+        out.indent { out in
+            for field in fields { out.line("hasher.combine(\(identifier(field.name)))") }
+        }
+        out.line("}")
+        out.line("")
+        out.line("private enum CodingKeys: String, CodingKey {")
+        out.indent { out in
+            for field in fields { out.line("case \(identifier(field.name))") }
+        }
+        out.line("}")
+        out.line("")
+        out.line("public init(from decoder: any Decoder) throws {")
+        out.indent { out in
+            out.line("let container = try decoder.container(keyedBy: CodingKeys.self)")
+            out.line("self.init(")
+            out.indent { out in
+                for (index, field) in fields.enumerated() {
+                    let unwrapped: VarlinkInterface.FieldType = if case .optional(let inner) = field.type { inner } else { field.type }
+                    let decode = field.type.isOptional ? "decodeIfPresent" : "decode"
+                    let comma = index == fields.count - 1 ? "" : ","
+                    out.line(
+                        "\(identifier(field.name)): try container.\(decode)(\(swiftType(unwrapped, field)).self, forKey: .\(identifier(field.name)))\(comma)"
+                    )
+                }
+            }
+            out.line(")")
+        }
+        out.line("}")
+        out.line("")
+        out.line("public func encode(to encoder: any Encoder) throws {")
+        out.indent { out in
+            out.line("var container = encoder.container(keyedBy: CodingKeys.self)")
+            for field in fields {
+                let encode = field.type.isOptional ? "encodeIfPresent" : "encode"
+                out.line("try container.\(encode)(\(identifier(field.name)), forKey: .\(identifier(field.name)))")
+            }
+        }
+        out.line("}")
+        out.line("")
+        out.line("public var customMirror: Mirror {")
+        out.indent { out in
+            out.line("Mirror(")
+            out.line("    self,")
+            out.line("    children: [")
+            for field in fields { out.line("        \(literal(field.name)): \(identifier(field.name)) as Any,") }
+            out.line("    ] as KeyValuePairs<String, Any>,")
+            out.line("    displayStyle: .struct)")
         }
         out.line("}")
     }
@@ -489,10 +624,12 @@ public struct SwiftGenerator {
     /// at most this many failed comparisons more, most of them ending at the name's first byte.
     static let lookahead = 8
 
-    /// How many fields a struct has before its decoder looks for repeats of an object in the same
-    /// text (JSONScanner's `repeated(_:)`): below it, decoding costs too little for the lookup
-    /// to pay. io.quaked's Quake (32) and BackfillJob (21) are above it.
-    static let repeatsMinimumFields = 20
+    /// How many fields make a struct large: its fields are kept in one box that copies share
+    /// (``storage(_:into:)``), and its decoder looks for repeats of an object in the same text
+    /// (JSONScanner's `repeated(_:)`). Below it, decoding costs too little for the lookup to pay,
+    /// and a copy too little for a box's allocation. io.quaked's Quake (32) and BackfillJob (21)
+    /// are above it.
+    static let largeStructFields = 20
 
     /// The runtime's `JSONScanner.keyHash`: FNV-1a, 64 bits, of the name's UTF-8.
     static func keyHash(_ name: String) -> UInt64 {

@@ -7,7 +7,7 @@
 /// Large objects that come again, byte for byte, in the same text: a history page carries each
 /// quake as it is now, so a quake changed in several of the page's transactions is the same
 /// object each time. Generated decoders of types with many fields (VarlinkIDL's
-/// `SwiftGenerator.repeatsMinimumFields`: below it, decoding costs too little for the lookup to
+/// `SwiftGenerator.largeStructFields`: below it, decoding costs too little for the lookup to
 /// pay) remember what they decoded and where, and take a repeat from there instead of decoding
 /// it again.
 ///
