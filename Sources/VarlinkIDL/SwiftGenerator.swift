@@ -299,7 +299,7 @@ public struct SwiftGenerator {
             out.docs(field.documentation)
             out.line("public var \(name): \(swiftType(field.type, field)) {")
             out.indent { out in
-                out.line("@inlinable get { storage.\(name) }")
+                out.line("@inlinable _read { yield storage.\(name) }")
                 out.line("@inlinable set { uniqueStorage().\(name) = newValue }")
                 out.line("@inlinable _modify {")
                 out.line("    let storage = uniqueStorage()")
