@@ -134,14 +134,14 @@ public struct SwiftGenerator {
             out.indent { out in
                 if large {
                     // A large object that came before in the same text, byte for byte, is
-                    // taken as decoded then (JSONScanner.repeated(_:)).
-                    out.line("if let repeated = json.repeated(Self.self) {")
+                    // taken as decoded then (JSONScanner.repeated(_:at:)).
+                    out.line("let start = json.valueStart()")
+                    out.line("if let repeated = json.repeated(Self.self, at: start) {")
                     out.indent { out in
                         out.line("self = repeated")
                         out.line("return")
                     }
                     out.line("}")
-                    out.line("let start = json.valueStart()")
                 }
                 if !fields.isEmpty { out.line("var seen: UInt64 = 0") }
                 for field in fields {
@@ -263,7 +263,7 @@ public struct SwiftGenerator {
     /// one of them is changed (copy on write, as Swift's arrays are): a copy of the value is one
     /// retain, not one per string, and it moves as one pointer. A history page's array of
     /// changes, each holding a quake, is then a few hundred bytes per change, not a kilobyte,
-    /// and a quake repeated in the page (`JSONScanner.repeated(_:)`) is the same box. Each field
+    /// and a quake repeated in the page (`JSONScanner.repeated(_:at:)`) is the same box. Each field
     /// reads and writes as a stored property would.
     private func storage(_ fields: [VarlinkInterface.Field], into out: inout Output) {
         out.line("/// The fields, in one box shared by copies until one is changed.")
@@ -626,7 +626,7 @@ public struct SwiftGenerator {
 
     /// How many fields make a struct large: its fields are kept in one box that copies share
     /// (``storage(_:into:)``), and its decoder looks for repeats of an object in the same text
-    /// (JSONScanner's `repeated(_:)`). Below it, decoding costs too little for the lookup to pay,
+    /// (JSONScanner's `repeated(_:at:)`). Below it, decoding costs too little for the lookup to pay,
     /// and a copy too little for a box's allocation. io.quaked's Quake (32) and BackfillJob (21)
     /// are above it.
     static let largeStructFields = 20

@@ -160,14 +160,14 @@ struct StrictDecodingTests {
         var scanner = JSONScanner(Array("[".utf8) + json + Array(",".utf8) + json + Array(",[".utf8) + json + Array("]]".utf8))
         try scanner.beginArray()
         #expect(try scanner.nextElement())
-        #expect(scanner.repeated(IOQuaked.Quake.self) == nil, "nothing decoded yet")
+        #expect(scanner.repeated(IOQuaked.Quake.self, at: scanner.valueStart()) == nil, "nothing decoded yet")
         #expect(try IOQuaked.Quake(json: &scanner) == Self.quake)
         #expect(try scanner.nextElement())
-        #expect(scanner.repeated(IOQuaked.Quake.self) == Self.quake, "at the same depth")
+        #expect(scanner.repeated(IOQuaked.Quake.self, at: scanner.valueStart()) == Self.quake, "at the same depth")
         #expect(try scanner.nextElement())
         try scanner.beginArray()
         #expect(try scanner.nextElement())
-        #expect(scanner.repeated(IOQuaked.Quake.self) == nil, "one level deeper")
+        #expect(scanner.repeated(IOQuaked.Quake.self, at: scanner.valueStart()) == nil, "one level deeper")
         var deeper = scanner
         #expect(try IOQuaked.Quake(json: &deeper) == Self.quake)
     }

@@ -19,45 +19,48 @@ extension JSONScanner {
     /// The shortest object remembered: its first `repeatKeyBytes` bytes are its key.
     @usableFromInline static let repeatKeyBytes = 32
 
-    /// Where the next value starts (after white space), for ``remember(_:from:)``.
+    /// Where the next value starts (after white space), with its key when repeats are taken:
+    /// for ``repeated(_:at:)`` and then, when it was none, ``remember(_:from:)``.
     public struct ValueStart: Sendable {
         @usableFromInline let index: Int
         @usableFromInline let depth: Int
+        /// ``repeatKey(_:at:)`` of the bytes from `index`; nil when repeats are not taken or
+        /// fewer than ``repeatKeyBytes`` bytes are left.
+        @usableFromInline let key: UInt64?
 
-        @usableFromInline init(index: Int, depth: Int) {
+        @usableFromInline init(index: Int, depth: Int, key: UInt64?) {
             self.index = index
             self.depth = depth
+            self.key = key
         }
     }
 
     @inlinable public mutating func valueStart() -> ValueStart {
         skipSpace()
-        return ValueStart(index: index, depth: depth)
+        let key = takesRepeats && bytes.count - index >= Self.repeatKeyBytes ? Self.repeatKey(bytes, at: index) : nil
+        return ValueStart(index: index, depth: depth, key: key)
     }
 
-    /// The `T` decoded earlier from the same bytes as those that come next, moving past them; nil
-    /// when there is none (then decode as usual).
-    public mutating func repeated<T: Sendable>(_ type: T.Type) -> T? {
-        guard takesRepeats, let stores = repeats else { return nil }
-        skipSpace()
-        let start = index
-        guard bytes.count - start >= Self.repeatKeyBytes,
+    /// The `T` decoded earlier from the same bytes as those from `start` (``valueStart()``, here),
+    /// moving past them; nil when there is none (then decode as usual).
+    public mutating func repeated<T: Sendable>(_ type: T.Type, at start: ValueStart) -> T? {
+        guard let key = start.key, let stores = repeats, start.index == index,
             let store = stores.values[ObjectIdentifier(T.self)].map({ unsafeDowncast($0, to: RepeatStore<T>.self) }),
-            let entry = store.entries[Self.repeatKey(bytes, at: start)], entry.depth == depth
+            let entry = store.entries[key], entry.depth == depth
         else { return nil }
         let length = entry.end - entry.start
-        guard length <= bytes.count - start else { return nil }
+        guard length <= bytes.count - index else { return nil }
         let same = bytes.withUnsafeBufferPointer { b in
-            memcmp(b.baseAddress! + start, b.baseAddress! + entry.start, length) == 0
+            memcmp(b.baseAddress! + index, b.baseAddress! + entry.start, length) == 0
         }
         guard same else { return nil }
-        index = start + length
+        index += length
         return store.values[entry.value]
     }
 
-    /// Remembers `value`, just decoded from the bytes from `start` to here, for ``repeated(_:)``.
+    /// Remembers `value`, just decoded from the bytes from `start` to here, for ``repeated(_:at:)``.
     public mutating func remember<T: Sendable>(_ value: T, from start: ValueStart) {
-        guard takesRepeats, index - start.index >= Self.repeatKeyBytes else { return }
+        guard let key = start.key, index - start.index >= Self.repeatKeyBytes else { return }
         let stores: RepeatStores
         if let existing = repeats {
             stores = existing
@@ -72,7 +75,7 @@ extension JSONScanner {
             store = RepeatStore<T>()
             stores.values[ObjectIdentifier(T.self)] = store
         }
-        store.entries[Self.repeatKey(bytes, at: start.index)] = RepeatEntry(
+        store.entries[key] = RepeatEntry(
             start: start.index, end: index, depth: start.depth, value: store.values.count)
         store.values.append(value)
     }

@@ -10,7 +10,7 @@ public struct JSONScanner: Sendable {
     public static let maxDepth = 64
     /// What a generated decoder does with an object member its type does not declare.
     public var unknownMembers: UnknownMembers
-    /// Large objects decoded so far, for ``repeated(_:)``; nil until one is remembered.
+    /// Large objects decoded so far, for ``repeated(_:at:)``; nil until one is remembered.
     @usableFromInline var repeats: RepeatStores?
     /// Whether generated decoders take a repeated large object as decoded before (the default);
     /// off, every object is decoded (the fuzz target compares the two).
