@@ -42,7 +42,7 @@ public struct WatchCommand: AsyncParsableCommand {
 
             Each change is printed, then committed to the cache. A catch-up commits each page of \
             history it fetches once all of the page is printed: at most 100 transactions and \
-            10,000 changes, or one larger transaction; at the live tail a page is one transaction. \
+            about 8,000 changes, or one larger transaction; at the live tail a page is one transaction. \
             On SIGTERM, SIGINT or SIGHUP the page in hand is finished, printed and committed, and \
             watch exits 0. A crash between printing and committing prints that page's changes \
             again on the next run, never not at all. With --exec but neither --batch nor \

@@ -199,7 +199,7 @@ extension IOQuaked.FetchHistory {
         /// Each quake's JSON object as this page first wrote it. A page is read in one read
         /// transaction and carries each quake as it is now, so a quake changed in several of the
         /// page's transactions is the same object each time: written once from its row, then
-        /// copied (a catch-up's page of 4,000 changes often names each quake several times).
+        /// copied (a catch-up's page of thousands of changes often names each quake several times).
         private var quakeObjects: [String: [UInt8]] = [:]
 
         /// The store's quake columns are the interface's Quake members, in its order: checked once.
