@@ -37,9 +37,9 @@ public enum ChangeText {
             appendLabel("new", .green, style, to: &text)
             guard let time = change.quake?.time else {
                 Formatting.appendMagnitudeColumn(nil, style, to: &text)
-                Formatting.pad(&text, 2)
+                text.appendSpaces(2)
                 Formatting.appendFitted("(removed since)", placeWidth, to: &text)
-                Formatting.pad(&text, 2)
+                text.appendSpaces(2)
                 style.appendPainted(change.quakeId, .gray, to: &text)
                 return
             }

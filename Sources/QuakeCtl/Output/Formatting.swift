@@ -236,7 +236,7 @@ public enum Formatting {
         let count = ascii ?? text.count
         guard count > width else {
             row += text
-            pad(&row, width - count)
+            row.appendSpaces(width - count)
             return
         }
         if ascii != nil {
@@ -245,10 +245,6 @@ public enum Formatting {
             row += String(text.prefix(max(width - 1, 0)))
         }
         row += "…"
-    }
-
-    static func pad(_ row: inout some TextOutput, _ count: Int) {
-        row.appendSpaces(count)
     }
 
     /// The character count of an ASCII text without CR (one byte each); nil for any other text.
@@ -271,7 +267,7 @@ public enum Formatting {
     static func appendMagnitudeColumn(_ mag: Double?, _ style: OutputStyle, to row: inout some TextOutput) {
         let text = magnitude(mag)
         style.appendPainted(text, magnitudeColor(mag), to: &row)
-        pad(&row, 6 - text.utf8.count)  // ASCII: a character per byte
+        row.appendSpaces(6 - text.utf8.count)  // ASCII: a character per byte
     }
 
     /// One quake as a list row: magnitude, place, time, id; with an `agencyWidth`, the agencies
@@ -296,14 +292,14 @@ public enum Formatting {
         agencies: String?, agencyWidth: Int, to row: inout some TextOutput
     ) {
         appendMagnitudeColumn(mag, style, to: &row)
-        pad(&row, 2)
+        row.appendSpaces(2)
         appendFitted(place.map { Formatting.place($0, style.units) } ?? "(unknown place)", placeWidth, to: &row)
-        pad(&row, 2)
+        row.appendSpaces(2)
         appendFitted(Formatting.time(time, style, now: now), style.absoluteTimes ? absoluteWidth(style.timeZone) : 16, to: &row)
-        pad(&row, 2)
+        row.appendSpaces(2)
         if agencyWidth > 0 {
             appendFitted(fitAgencies(agencies ?? "", agencyWidth), agencyWidth, to: &row)
-            pad(&row, 2)
+            row.appendSpaces(2)
         }
         style.appendPainted(id, .gray, to: &row)
     }
