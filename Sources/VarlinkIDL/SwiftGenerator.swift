@@ -467,12 +467,18 @@ public struct SwiftGenerator {
                 !fields.isEmpty, fields.allSatisfy({ rowKind($0.type) != nil })
             {
                 out.line("/// `\(field.name)` from a row of its members' values (see `\(named).Members.appendMembers(from:to:)`).")
-                out.line("@inlinable public static func \(append)(from row: some JSONScalarRow, to writer: inout JSONWriter) {")
+                out.line("/// Returns where the object lies in the writer's bytes, to be passed through again (`json:`).")
+                out.line("@discardableResult")
+                out.line(
+                    "@inlinable public static func \(append)(from row: some JSONScalarRow, to writer: inout JSONWriter) -> Range<Int> {"
+                )
                 out.indent { out in
                     out.line("writer.member(\(key(field)))")
+                    out.line("let start = writer.bytes.count")
                     out.line("writer.beginObject()")
                     out.line("\(named).Members.appendMembers(from: row, to: &writer)")
                     out.line("writer.endObject()")
+                    out.line("return start..<writer.bytes.count")
                 }
                 out.line("}")
             }

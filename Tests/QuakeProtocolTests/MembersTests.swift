@@ -65,9 +65,11 @@ struct MembersTests {
         IOQuaked.Change.Members.appendTombstone(json: nil, to: &w)
         IOQuaked.Change.Members.appendReason(nil, to: &w)
         IOQuaked.Change.Members.appendSupersededBy(utf8: nil, to: &w)
-        IOQuaked.Change.Members.appendQuake(from: row, to: &w)
+        let object = IOQuaked.Change.Members.appendQuake(from: row, to: &w)
         IOQuaked.Change.Members.end(to: &w)
         #expect(w.bytes == change.jsonBytes)
+        // What it returns is where the quake's own object lies: passed through, the same change.
+        #expect(Array(w.bytes[object]) == q.jsonBytes)
     }
 
     @Test("a streamed array, members inserted before it later, and pass-through JSON: the value's bytes")

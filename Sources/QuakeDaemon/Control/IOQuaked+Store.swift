@@ -259,11 +259,8 @@ extension IOQuaked.FetchHistory {
                 object.withUnsafeBytes { Change.appendQuake(json: $0, to: &writer) }
                 return
             }
-            let member = writer.bytes.count
-            Change.appendQuake(from: QuakeRow(row: c), to: &writer)
-            // The object begins at the first brace after the member's name ("quake" has none).
-            guard let start = writer.bytes[member...].firstIndex(of: UInt8(ascii: "{")) else { return }
-            quakeObjects[id] = Array(writer.bytes[start...])
+            let object = Change.appendQuake(from: QuakeRow(row: c), to: &writer)
+            quakeObjects[id] = Array(writer.bytes[object])
         }
 
         mutating func endTransaction(_ counts: StoredTransactionCounts) {
