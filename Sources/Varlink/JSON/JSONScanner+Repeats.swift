@@ -80,12 +80,12 @@ extension JSONScanner {
         store.values.append(value)
     }
 
-    /// FNV-1a of the object's first ``repeatKeyBytes`` bytes (two objects with the same ones are
+    /// FNV-1a (``fnv(_:_:)``) of the object's first ``repeatKeyBytes`` bytes (two objects with the same ones are
     /// told apart by comparing the rest).
     @usableFromInline static func repeatKey(_ bytes: [UInt8], at start: Int) -> UInt64 {
         bytes.withUnsafeBufferPointer { b in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for i in start..<(start + repeatKeyBytes) { hash = (hash ^ UInt64(b[i])) &* 0x100_0000_01b3 }
+            var hash = fnvBasis
+            for i in start..<(start + repeatKeyBytes) { hash = fnv(hash, b[i]) }
             return hash
         }
     }

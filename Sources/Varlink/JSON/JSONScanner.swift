@@ -103,14 +103,14 @@ public struct JSONScanner: Sendable {
         // it is scanned.
         let quote = index
         let start = quote + 1
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var hash = Self.fnvBasis
         let end = bytes.withUnsafeBufferPointer { buffer -> Int in
             var i = start
             while i < buffer.count {
                 let byte = buffer[i]
                 if byte == UInt8(ascii: "\"") { return i }
                 if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\\") { return -1 }
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                hash = Self.fnv(hash, byte)
                 i += 1
             }
             return -1
@@ -653,12 +653,15 @@ extension JSONScanner {
     /// FNV-1a (64 bits) of a member name's UTF-8: generated decoders switch on it (the generator
     /// computes the same for each field) instead of comparing the name with every field's.
     @inlinable public static func keyHash(_ key: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
+        var hash = fnvBasis
+        for byte in key.utf8 { hash = fnv(hash, byte) }
         return hash
     }
+
+    /// FNV-1a's offset basis and its step for one byte: the hash of member names (``keyHash(_:)``,
+    /// and `nextMember` as it scans a name) and of a repeat's first bytes (`repeatKey`).
+    @inlinable static var fnvBasis: UInt64 { 0xcbf2_9ce4_8422_2325 }
+    @inlinable static func fnv(_ hash: UInt64, _ byte: UInt8) -> UInt64 { (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
 
     /// For generated decoders: a declared field, read once (a second occurrence is an error),
     /// with the field's name added to any error from its value.
