@@ -1,3 +1,4 @@
+import Dispatch
 import NIOConcurrencyHelpers
 
 /// Tells everyone in this process waiting for one store's commits that a write through it has
@@ -6,11 +7,16 @@ import NIOConcurrencyHelpers
 /// A broadcast counter, not a one-slot flag: each waiter remembers the generation it has dealt
 /// with, so a signal is never lost between a waiter's check and its sleep, and one waiter taking
 /// it does not hide it from the others.
+///
+/// A signal may carry the commit itself (the head and its author, as the committing connection
+/// read them right after its commit), so that those told need not read the store to learn it.
 final class CommitSignal: Sendable {
     private struct State {
         var generation: UInt64 = 0
         /// When the last signal came: when a commit of this process was last announced.
         var signalled: ContinuousClock.Instant?
+        /// The newest commit a signal carried.
+        var commit: StoreCommit?
         var nextWaiterID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
@@ -22,25 +28,37 @@ final class CommitSignal: Sendable {
         state.withLockedValue { $0.generation }
     }
 
-    /// The generation and when its signal came (nil before the first), read together.
-    var lastSignal: (generation: UInt64, at: ContinuousClock.Instant?) {
-        state.withLockedValue { ($0.generation, $0.signalled) }
+    /// The generation, when its signal came (nil before the first) and the newest commit a signal
+    /// carried, read together.
+    var lastSignal: (generation: UInt64, at: ContinuousClock.Instant?, commit: StoreCommit?) {
+        state.withLockedValue { ($0.generation, $0.signalled, $0.commit) }
     }
 
-    /// Called after a transaction that created a history transaction has committed.
-    func signal() {
+    /// Called after a transaction that created a history transaction has committed, with the
+    /// head as the committing connection read it then, if it did.
+    func signal(_ commit: StoreCommit? = nil) {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
-            state.signalled = .now
+            let now = ContinuousClock.now
+            state.signalled = now
+            if var commit, commit.token > state.commit?.token ?? 0 {
+                commit.committedAt = now
+                state.commit = commit
+            }
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns once the generation is not `seen` any more (at once if it already is not), or when
-    /// the task is cancelled.
-    func wait(past seen: UInt64) async {
+    /// Returns once the generation is not `seen` any more (at once if it already is not), at
+    /// `deadline` if one is given, or when the task is cancelled.
+    ///
+    /// One continuation whichever comes first: a signal resumes the waiting task directly. (A
+    /// task group racing a sleep against the signal cost a commit's announcement several more
+    /// hand-offs between threads: the group's children, and the cancelled sleep awaited.) The
+    /// deadline is a Dispatch timer that resumes the waiter only if it is still waiting.
+    func wait(past seen: UInt64, until deadline: ContinuousClock.Instant? = nil) async {
         let id = state.withLockedValue { state -> UInt64 in
             defer { state.nextWaiterID &+= 1 }
             return state.nextWaiterID
@@ -51,24 +69,22 @@ final class CommitSignal: Sendable {
                     // The cancellation flag is set before `onCancel` runs: either `onCancel` finds
                     // this waiter, or this check sees the flag.
                     if state.generation != seen || Task.isCancelled { return true }
+                    if let deadline, deadline <= .now { return true }
                     state.waiters[id] = continuation
                     return false
                 }
-                if resumeNow { continuation.resume() }
+                if resumeNow {
+                    continuation.resume()
+                } else if let deadline {
+                    let delay = ContinuousClock.now.duration(to: deadline)
+                    let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [state] in
+                        state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+                    }
+                }
             }
         } onCancel: {
             state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
-        }
-    }
-
-    /// ``wait(past:)``, but no later than `deadline`.
-    func wait(past seen: UInt64, until deadline: ContinuousClock.Instant) async {
-        if generation != seen { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
-            group.addTask { await self.wait(past: seen) }
-            await group.next()
-            group.cancelAll()
         }
     }
 }

@@ -236,7 +236,7 @@ struct HistoryRecorder {
         let token = db.lastInsertedRowID
         self.token = token
         let commitSignal = commitSignal
-        db.afterNextTransaction(onCommit: { _ in commitSignal.signal() })
+        db.afterNextTransaction(onCommit: { db in commitSignal.signal(QuakeStore.committed(db)) })
         return token
     }
 

@@ -67,12 +67,20 @@ extension QuakeStore {
 
     /// The head and the author of its transaction, in one read.
     func newestCommit() async throws -> StoreCommit {
-        try await pool.read { db in
-            let head = try Self.head(db)
-            let author = try String.fetchOne(
-                db, sql: "SELECT author FROM historyTransactions WHERE token = ?", arguments: [head])
-            return StoreCommit(token: head, author: author.flatMap(HistoryAuthor.init(rawValue:)))
-        }
+        try await pool.read { db in try Self.newestCommit(db) }
+    }
+
+    static func newestCommit(_ db: Database) throws -> StoreCommit {
+        let head = try Self.head(db)
+        let author = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT author FROM historyTransactions WHERE token = ?"), arguments: [head])
+        return StoreCommit(token: head, author: author.flatMap(HistoryAuthor.init(rawValue:)))
+    }
+
+    /// The head, read by the writer right after its commit for the commit signal to carry; nil if
+    /// the read fails (the signal then only wakes, and the woken read the store themselves).
+    static func committed(_ db: Database) -> StoreCommit? {
+        try? newestCommit(db)
     }
 }
 
@@ -130,7 +138,15 @@ public struct StoreCommits: AsyncSequence, Sendable {
                     await signal.wait(past: generation, until: .now + pollInterval)
                     if Task.isCancelled { break }
                 }
-                let (generationNow, signalledAt) = signal.lastSignal
+                let (generationNow, signalledAt, carried) = signal.lastSignal
+                // A commit of this process, carried by its signal: announced without reading
+                // the store. The files' stamp is left as it was before the commit, so the next
+                // look reads the head once and finds any other process's commit since.
+                if files != nil, generationNow != generation, let last, let carried, carried.token > last {
+                    generation = generationNow
+                    self.last = carried.token
+                    return carried
+                }
                 let filesNow = StoreFiles(path: store.path)
                 let signalled = files != nil && generationNow != generation
                 let changed = files == nil || unsettled || generationNow != generation || filesNow != files

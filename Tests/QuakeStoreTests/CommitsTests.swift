@@ -176,6 +176,40 @@ struct CommitsTests {
         }
     }
 
+    @Test("a commit of this process is announced from its signal without reading the store; another store's commit right after it still is")
+    func carriedCommits() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try QuakeStore(directory: dir)
+            let other = try QuakeStore(path: store.path)
+            defer { try? other.close() }
+            let start = try store.head()
+            var iterator = store.commits(after: start, pollInterval: .milliseconds(20)).makeAsyncIterator()
+            // The first look reads the head: the store's first commit comes from that read.
+            let imported = try #require(try await importJSON(feedJSON([featureJSON(id: "us1")]), into: store).token)
+            #expect(try await iterator.next() == StoreCommit(token: imported, author: .import))
+            #expect(iterator.headReads == 1)
+
+            // The next is carried by the signal: the same commit, with its author, and no read.
+            let deleted = try #require(try await store.delete(ids: ["us1"]).token)
+            let carried = try #require(try await iterator.next())
+            #expect(carried == StoreCommit(token: deleted, author: .delete))
+            #expect(carried.committedAt != nil)
+            #expect(iterator.headReads == 1)
+
+            // A commit through the other store, at once: the files are looked at again and the
+            // head read, although the last commit was announced without a look.
+            let more = try #require(try await importJSON(feedJSON([featureJSON(id: "us2")]), into: other).token)
+            #expect(try await iterator.next() == StoreCommit(token: more, author: .import))
+            #expect(iterator.headReads > 1)
+
+            // A write whose changes cancel out carries no newer head: nothing is announced for
+            // it, and the next real commit is.
+            #expect(try await store.delete(ids: ["us9"]).token == nil)
+            let last = try #require(try await importJSON(feedJSON([featureJSON(id: "us3")]), into: store).token)
+            #expect(try await iterator.next() == StoreCommit(token: last, author: .import))
+        }
+    }
+
     @Test("under a stream of writes, tokens strictly increase, each with its author, ending at the head")
     func concurrentWrites() async throws {
         try await withTemporaryDirectory { dir in
