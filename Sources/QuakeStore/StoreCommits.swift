@@ -49,7 +49,9 @@ extension QuakeStore {
     ///
     /// How commits are noticed:
     /// - Writes through this store (any copy of this `QuakeStore` value) wake the iterator as
-    ///   soon as their transaction has committed, whatever `pollInterval` is.
+    ///   soon as their transaction has committed, whatever `pollInterval` is. The writer reads
+    ///   the head and its author right after its commit and the wake-up carries them, so such a
+    ///   commit is announced without reading the store again.
     /// - Writes by another process, or by another `QuakeStore` opened on the same file, are
     ///   noticed by looking at the database file and its WAL (`stat`: size, modification time,
     ///   inode) every `pollInterval`; the head is read only when they changed, or changed less
