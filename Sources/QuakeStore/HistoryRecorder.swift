@@ -65,8 +65,8 @@ struct HistoryRecorder {
         self.insertChange = try RawStatement(
             db,
             sql: """
-                INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy, atOld)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         self.insertInsertChange = try RawStatement(
             db, sql: "INSERT OR IGNORE INTO historyChanges (token, quakeId, kind) VALUES (?, ?, 'insert')")
@@ -211,9 +211,9 @@ struct HistoryRecorder {
             if committed.deleted > 0 {
                 try db.cachedStatement(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'").execute(arguments: thisToken)
             }
-            if committed.updated > 0 {
-                try db.cachedStatement(sql: HistoryImages.fillOldValues + " WHERE token = ? AND kind = 'update'").execute(arguments: thisToken)
-            }
+            // Updates' old values (`atOld`) were written with their rows (``oldValuesJSON(_:)``);
+            // debug builds compare them with what SQL makes of the rows' fields.
+            if QuakeStore.checksHistory, committed.updated > 0 { try checkOldValues(token) }
             if committed.updated + committed.deleted > 0,
                 try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM historyDeferredImages)")) == true
             {
@@ -247,6 +247,7 @@ struct HistoryRecorder {
         let token = try currentToken()
         let fieldsJSON = try fields.map(Self.fieldsJSON)
         let tombstoneJSON = try tombstone.map(Self.json)
+        let oldValues = try fields.flatMap(Self.oldValuesJSON)
         insertChange.reset()
         insertChange.bind(1, token)
         insertChange.bind(2, id)
@@ -255,6 +256,7 @@ struct HistoryRecorder {
         insertChange.bind(5, tombstoneJSON)
         insertChange.bind(6, reason?.rawValue)
         insertChange.bind(7, supersededBy)
+        insertChange.bind(8, oldValues)
         try insertChange.step()
         if db.changesCount == 0 {
             try coalesce(
@@ -287,10 +289,10 @@ struct HistoryRecorder {
             try db.execute(
                 sql: """
                     UPDATE historyChanges SET kind = 'update', fields = ?, tombstone = NULL, reason = NULL,
-                        supersededBy = NULL
+                        supersededBy = NULL, atOld = ?
                     WHERE token = ? AND quakeId = ?
                     """,
-                arguments: [try Self.fieldsJSON(fields), token, id])
+                arguments: [try Self.fieldsJSON(fields), try Self.oldValuesJSON(fields), token, id])
         }
         switch (earlier, kind) {
         case (.insert, .update):
@@ -317,7 +319,7 @@ struct HistoryRecorder {
             try db.execute(
                 sql: """
                     UPDATE historyChanges SET kind = 'delete', fields = NULL, tombstone = ?, reason = ?,
-                        supersededBy = ?
+                        supersededBy = ?, atOld = NULL
                     WHERE token = ? AND quakeId = ?
                     """,
                 arguments: [tombstoneJSON, reason?.rawValue, supersededBy, token, id])
@@ -377,6 +379,46 @@ struct HistoryRecorder {
             }
         }
         return text
+    }
+
+    /// An update's `atOld`: the old values of the image fields it changes (``QuakeImage/columns``),
+    /// in the order of `fields`, as a JSON object of FieldValues by field, a null old value as
+    /// `null` (`{"mag":{"float":4.5},"alert":null}`); nil when it changes none of them. What
+    /// ``HistoryImages/fillOldValues`` makes of the update's `fields` JSON, without SQLite parsing
+    /// that JSON (contributors and all) again for every update.
+    static func oldValuesJSON(_ fields: [FieldChange]) throws -> String? {
+        var out: [UInt8] = []
+        for change in fields where QuakeImage.columns.contains(change.field) {
+            out.append(UInt8(ascii: out.isEmpty ? "{" : ","))
+            if !plain(change.field, to: &out) { out.append(contentsOf: try json(change.field).utf8) }
+            out.append(UInt8(ascii: ":"))
+            if change.old == .null {
+                out.append(contentsOf: "null".utf8)
+            } else if !write(change.old, to: &out) {
+                out.append(contentsOf: try json(change.old).utf8)
+            }
+        }
+        if out.isEmpty { return nil }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Debug builds: every update of transaction `token` has the `atOld` that SQL makes of its
+    /// `fields` (``HistoryImages/fillOldValues``), compared as JSON.
+    private func checkOldValues(_ token: HistoryToken) throws {
+        let wrong = try String.fetchAll(
+            db,
+            sql: """
+                SELECT quakeId FROM historyChanges AS h
+                WHERE token = ? AND kind = 'update' AND json(h.atOld) IS NOT (\(HistoryImages.oldValues(QuakeImage.columns, of: "h")))
+                LIMIT 5
+                """,
+            arguments: [token])
+        guard wrong.isEmpty else {
+            throw DatabaseError(
+                resultCode: .SQLITE_INTERNAL,
+                message: "history's old values of \(wrong.joined(separator: ", ")) differ from their fields")
+        }
     }
 
     /// Writes `change` as the encoder would (sorted keys `field`, `new`, `old`; a null value left

@@ -577,14 +577,20 @@ enum HistoryImages {
             """
     }()
 
-    /// Updates: the old values of the filter's fields the update changed.
-    static let fillOldValues = fillOldValues(QuakeImage.columns)
+    /// Updates: the old values of the filter's fields the update changed (migrations; the
+    /// recorder writes them with each update).
     static func fillOldValues(_ columns: [String]) -> String {
+        "UPDATE historyChanges SET atOld = (\(oldValues(columns, of: "historyChanges")))"
+    }
+
+    /// The `atOld` of the update row `table` (its name or alias) from its `fields`. The recorder
+    /// writes it directly (``HistoryRecorder/oldValuesJSON(_:)``); this is for migrations, and for
+    /// debug builds to check the recorder against.
+    static func oldValues(_ columns: [String], of table: String) -> String {
         """
-        UPDATE historyChanges SET atOld = (
-            SELECT NULLIF(json_group_object(e.value ->> 'field', json(e.value -> 'old')), '{}')
-            FROM json_each(historyChanges.fields) e
-            WHERE e.value ->> 'field' IN (\(columns.map { "'\($0)'" }.joined(separator: ", "))))
+        SELECT NULLIF(json_group_object(e.value ->> 'field', json(e.value -> 'old')), '{}')
+            FROM json_each(\(table).fields) e
+            WHERE e.value ->> 'field' IN (\(columns.map { "'\($0)'" }.joined(separator: ", ")))
         """
     }
 }
