@@ -1,4 +1,5 @@
 import Dispatch
+import GRDB
 import NIOConcurrencyHelpers
 
 /// Tells everyone in this process waiting for one store's commits that a write through it has
@@ -17,6 +18,9 @@ final class CommitSignal: Sendable {
         var signalled: ContinuousClock.Instant?
         /// The newest commit a signal carried.
         var commit: StoreCommit?
+        /// The writer's current transaction took a history token (``arm()``): its commit is
+        /// announced.
+        var armed = false
         var nextWaiterID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
@@ -32,6 +36,20 @@ final class CommitSignal: Sendable {
     /// carried, read together.
     var lastSignal: (generation: UInt64, at: ContinuousClock.Instant?, commit: StoreCommit?) {
         state.withLockedValue { ($0.generation, $0.signalled, $0.commit) }
+    }
+
+    /// Called by the writer, in a transaction, when it takes a history token: the commit that
+    /// ends the transaction is to be announced (``CommitAnnouncer``).
+    func arm() {
+        state.withLockedValue { $0.armed = true }
+    }
+
+    /// Whether the transaction that just ended had armed the signal; disarms it.
+    func takeArmed() -> Bool {
+        state.withLockedValue { state in
+            defer { state.armed = false }
+            return state.armed
+        }
     }
 
     /// Called after a transaction that created a history transaction has committed, with the
@@ -86,5 +104,28 @@ final class CommitSignal: Sendable {
         } onCancel: {
             state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
         }
+    }
+}
+
+/// Announces the store writer's commits that took a history token: one observer for the writer
+/// connection's lifetime, added when it opens.
+///
+/// Not `afterNextTransaction` in each write: adding a transaction observer makes GRDB drop every
+/// cached statement that can delete rows (whether deletes may use SQLite's truncate optimization
+/// depends on the observers), so each write prepared its delete statements again.
+final class CommitAnnouncer: TransactionObserver {
+    private let signal: CommitSignal
+
+    init(signal: CommitSignal) { self.signal = signal }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+    func databaseDidChange(with event: DatabaseEvent) {}
+
+    func databaseDidCommit(_ db: Database) {
+        if signal.takeArmed() { signal.signal(QuakeStore.committed(db)) }
+    }
+
+    func databaseDidRollback(_ db: Database) {
+        _ = signal.takeArmed()
     }
 }

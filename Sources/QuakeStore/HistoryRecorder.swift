@@ -235,8 +235,7 @@ struct HistoryRecorder {
             .execute(arguments: [author.rawValue, timestamp, source])
         let token = db.lastInsertedRowID
         self.token = token
-        let commitSignal = commitSignal
-        db.afterNextTransaction(onCommit: { db in commitSignal.signal(QuakeStore.committed(db)) })
+        commitSignal.arm()
         return token
     }
 

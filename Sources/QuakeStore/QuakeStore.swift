@@ -48,6 +48,7 @@ public struct QuakeStore: Sendable {
     init(path: String, walCheckpointPages: Int32) throws {
         _ = Self.sqliteConfigured
         let checkpointer = WALCheckpointer(threshold: walCheckpointPages)
+        let commitSignal = self.commitSignal
         var configuration = Configuration()
         configuration.label = "quakes"
         configuration.busyMode = .timeout(10)
@@ -55,6 +56,8 @@ public struct QuakeStore: Sendable {
             // The writer's WAL is checkpointed beside its commits, not in them (WALCheckpointer).
             if !db.configuration.readonly {
                 checkpointer.install(on: db)
+                // Commits that took a history token are announced (HistoryRecorder arms it).
+                db.add(transactionObserver: CommitAnnouncer(signal: commitSignal), extent: .databaseLifetime)
                 // The WAL file shrinks back after a big write. SQLite reuses the file rather than
                 // cut it, so one large import (a backfill, a first pull of a month) would leave it
                 // at its largest for good; with a limit, the first commit after the WAL restarts
