@@ -453,6 +453,7 @@ struct HistoryRecorder {
             out.append(contentsOf: #"{"string":"#.utf8)
             guard plain(s, to: &out) else { return false }
         case .contributors(let json):
+            if ContributorsTranscoder.write(json, to: &out) { return true }
             guard let list = Contributor.decode(json: json) else { return false }
             out.append(contentsOf: #"{"contributors":["#.utf8)
             for (i, contributor) in list.enumerated() {
@@ -528,7 +529,7 @@ struct HistoryRecorder {
         return true
     }
 
-    private static func json(_ value: some Encodable) throws -> String {
+    static func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
