@@ -41,6 +41,39 @@ struct ContributorsTranscoderTests {
         #expect(copied > 400, "the copy was taken \(copied) times")
     }
 
+    @Test("mutated texts: whatever the copy takes, the encoder writes the same from the decoded contributors")
+    func mutations() throws {
+        var rng = SeededRandom(seed: 4_242)
+        let alphabet = Array(#"{}[]",:-.0123456789eE+"\ntrufals"#.utf8) + Array("00112233445566778899".utf8)
+        var taken = 0
+        for round in 0..<20_000 {
+            // Texts the copy takes before the mutation: plain strings.
+            let base = (0..<(1 + Int(rng.next() % 2))).map { _ in
+                var c = Self.random(&rng)
+                (c.source, c.id, c.agency) = ("emsc", "20250305_0000090", rng.next() % 2 == 0 ? nil : "EMSC")
+                return c
+            }
+            var bytes = Array(Contributor.json(base).utf8)
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                let at = Int(rng.next() % UInt64(bytes.count))
+                switch rng.next() % 3 {
+                case 0: bytes[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
+                }
+                if bytes.isEmpty { bytes = Array("[]".utf8) }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            var out: [UInt8] = []
+            guard ContributorsTranscoder.write(text, to: &out) else { continue }
+            taken += 1
+            let expected = try? HistoryRecorder.json(FieldValue.contributors(text))
+            #expect(String(decoding: out, as: UTF8.self) == expected, "round \(round): \(text)")
+        }
+        // Some mutations leave a valid text (a digit for a digit, say): the copy is exercised.
+        #expect(taken > 200, "the copy took \(taken) mutated texts")
+    }
+
     @Test("canonical texts of plain values are copied; anything the copy cannot be exact for is left to decoding")
     func whatIsCopied() {
         func copies(_ text: String) -> Bool {
