@@ -175,7 +175,7 @@ public final class ChangeBroadcaster: Service, Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await commit in self.store.commits() {
-                            self.publish(head: commit.token, author: commit.author, committedAt: commit.committedAt)
+                            self.announce(commit)
                         }
                     }
                     group.addTask {
@@ -202,13 +202,53 @@ public final class ChangeBroadcaster: Service, Sendable {
     /// The number of subscribers.
     public var count: Int { subscriptions.withLockedValue { $0.count } }
 
+    /// The publication under way (its loops still offering it) and the newest commit waiting for
+    /// it to finish.
+    private struct Flight {
+        var inFlight = false
+        var waiting: StoreCommit?
+    }
+    private let flight = NIOLockedValueBox(Flight())
+
+    /// Publishes `commit`, one publication at a time: a commit that comes while the loops are
+    /// still offering the one before waits for them, replacing any older commit waiting (each
+    /// subscriber wants the newest head, not every head). So a stream of commits costs the loops
+    /// at most one offer per subscriber at a time, however fast it comes and however many
+    /// subscribers there are; a single commit is published at once.
+    func announce(_ commit: StoreCommit) {
+        let start = flight.withLockedValue { flight -> Bool in
+            if flight.inFlight {
+                flight.waiting = commit
+                return false
+            }
+            flight.inFlight = true
+            return true
+        }
+        if start { publish(commit) }
+    }
+
+    private func publish(_ commit: StoreCommit) {
+        publish(head: commit.token, author: commit.author, committedAt: commit.committedAt) { [self] in
+            let next = flight.withLockedValue { flight -> StoreCommit? in
+                defer { flight.waiting = nil }
+                if flight.waiting == nil { flight.inFlight = false }
+                return flight.waiting
+            }
+            if let next { publish(next) }
+        }
+    }
+
     /// Announces a committed transaction to every subscriber. Subscribers are offered the change
     /// from their connection's event loop, one task per loop: a write then needs no hop from
     /// thread to thread, and the loops write in parallel.
     ///
     /// `committedAt` (a commit of this process) starts the latency clock: the last loop to finish
     /// offering stops it. One measurement per commit, none per subscriber.
-    func publish(head: HistoryToken, author: HistoryAuthor?, committedAt: ContinuousClock.Instant? = nil) {
+    /// `done` runs once every subscriber has been offered it.
+    func publish(
+        head: HistoryToken, author: HistoryAuthor?, committedAt: ContinuousClock.Instant? = nil,
+        done: (@Sendable () -> Void)? = nil
+    ) {
         let change = Change(
             head: head, author: author, frame: Self.frame(.changed, storeID: storeID, head: head, author: author))
         let all = subscriptions.withLockedValue({ Array($0.values) })
@@ -220,9 +260,15 @@ public final class ChangeBroadcaster: Service, Sendable {
             }
             byLoop[ObjectIdentifier(loop), default: (loop, [])].subscriptions.append(subscription)
         }
+        let notified = self.notified
+        let measured: (@Sendable (Duration) -> Void)? =
+            if let notified, committedAt != nil, !all.isEmpty { notified } else { nil }
         let clock: LatencyClock? =
-            if let notified, let committedAt, !all.isEmpty {
-                LatencyClock(parts: byLoop.count + 1, committedAt: committedAt, notified: notified)
+            if measured != nil || done != nil {
+                LatencyClock(parts: byLoop.count + 1, committedAt: committedAt ?? .now) { latency in
+                    measured?(latency)
+                    done?()
+                }
             } else {
                 nil
             }
@@ -235,7 +281,8 @@ public final class ChangeBroadcaster: Service, Sendable {
         clock?.partDone()  // the subscriptions without a loop, offered above
     }
 
-    /// Stops when its last part is done and tells how long it was since the commit.
+    /// Stops when its last part is done and tells how long it was since the commit (the latency
+    /// metric, and the end of the publication for ``announce(_:)``).
     private final class LatencyClock: Sendable {
         private let remaining: NIOLockedValueBox<Int>
         private let committedAt: ContinuousClock.Instant
