@@ -94,8 +94,7 @@ final class CommitSignal: Sendable {
                 if resumeNow {
                     continuation.resume()
                 } else if let deadline {
-                    let delay = ContinuousClock.now.duration(to: deadline)
-                    let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+                    let nanoseconds = max(0, ContinuousClock.now.duration(to: deadline) / .nanoseconds(1))
                     DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [state] in
                         state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
                     }

@@ -260,13 +260,13 @@ public final class ChangeBroadcaster: Service, Sendable {
             }
             byLoop[ObjectIdentifier(loop), default: (loop, [])].subscriptions.append(subscription)
         }
-        let notified = self.notified
-        let measured: (@Sendable (Duration) -> Void)? =
-            if let notified, committedAt != nil, !all.isEmpty { notified } else { nil }
-        let clock: LatencyClock? =
-            if measured != nil || done != nil {
-                LatencyClock(parts: byLoop.count + 1, committedAt: committedAt ?? .now) { latency in
-                    measured?(latency)
+        // The last part to finish (a loop's, or the subscriptions without one, offered above)
+        // stops the latency clock of a commit of this process and ends the publication.
+        let notified = all.isEmpty ? nil : self.notified
+        let countdown: Countdown? =
+            if (notified != nil && committedAt != nil) || done != nil {
+                Countdown(parts: byLoop.count + 1) {
+                    if let notified, let committedAt { notified(ContinuousClock.now - committedAt) }
                     done?()
                 }
             } else {
@@ -275,23 +275,21 @@ public final class ChangeBroadcaster: Service, Sendable {
         for (loop, subscriptions) in byLoop.values {
             loop.execute {
                 for subscription in subscriptions { subscription.offer(change) }
-                clock?.partDone()
+                countdown?.partDone()
             }
         }
-        clock?.partDone()  // the subscriptions without a loop, offered above
+        countdown?.partDone()  // the subscriptions without a loop, offered above
     }
 
-    /// Stops when its last part is done and tells how long it was since the commit (the latency
+    /// Runs its action when the last of its parts is done (a publication's loops: the latency
     /// metric, and the end of the publication for ``announce(_:)``).
-    private final class LatencyClock: Sendable {
+    private final class Countdown: Sendable {
         private let remaining: NIOLockedValueBox<Int>
-        private let committedAt: ContinuousClock.Instant
-        private let notified: @Sendable (Duration) -> Void
+        private let action: @Sendable () -> Void
 
-        init(parts: Int, committedAt: ContinuousClock.Instant, notified: @escaping @Sendable (Duration) -> Void) {
+        init(parts: Int, action: @escaping @Sendable () -> Void) {
             self.remaining = NIOLockedValueBox(parts)
-            self.committedAt = committedAt
-            self.notified = notified
+            self.action = action
         }
 
         func partDone() {
@@ -299,7 +297,7 @@ public final class ChangeBroadcaster: Service, Sendable {
                 remaining -= 1
                 return remaining == 0
             }
-            if last { notified(ContinuousClock.now - committedAt) }
+            if last { action() }
         }
     }
 
