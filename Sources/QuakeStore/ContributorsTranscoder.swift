@@ -148,9 +148,6 @@ enum ContributorsTranscoder {
         }
         if significant <= 15, integral.count <= 15, zeros <= 3 { return true }
         let text = String(decoding: t, as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { return false }
-        var written = value.description
-        if written.hasSuffix(".0") { written.removeLast(2) }
-        return written == text
+        return Double(text).flatMap(HistoryRecorder.realText) == text
     }
 }

@@ -509,7 +509,7 @@ struct HistoryRecorder {
 
     /// A Double as the encoder writes it (its description without a trailing ".0"), for the
     /// values written without an exponent; nil for the others.
-    private static func realText(_ d: Double) -> String? {
+    static func realText(_ d: Double) -> String? {
         guard d.isFinite else { return nil }
         var text = d.description
         guard text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) })
