@@ -64,11 +64,13 @@ struct AssociationPartReader {
         var pending: [SourceReport] = []
         var events = Set<String>()
 
+        // A row's key is read first: most rows found are reports loaded already (an event's
+        // members are each other's neighbours), and a whole report is built only for a new one.
         func read(_ statement: RawStatement, _ values: String...) throws {
             try withRows(statement, values) { row in
-                let report = Self.report(row)
-                let key = ReportKey(report)
+                let key = Self.key(row)
                 guard loaded[key] == nil else { return }
+                let report = Self.report(row)
                 loaded[key] = (report, row.string(15) ?? "")
                 pending.append(report)
             }
@@ -89,10 +91,15 @@ struct AssociationPartReader {
             byTime.bind(2, report.time &+ window)
             defer { byTime.reset() }
             while try byTime.step() {
-                guard byTime.string(0) != report.source else { continue }
+                let key = Self.key(byTime)
+                guard key.source != report.source, loaded[key] == nil else { continue }
+                // Matched on the fields the match reads (key, time, position), as the associator
+                // matches the whole reports.
+                let position = SourceReport(
+                    source: key.source, id: key.id, time: byTime.int64(3) ?? 0, latitude: byTime.double(4) ?? 0,
+                    longitude: byTime.double(5) ?? 0)
+                guard configuration.match(report, position).within else { continue }
                 let other = Self.report(byTime)
-                let key = ReportKey(other)
-                guard loaded[key] == nil, configuration.match(report, other).within else { continue }
                 loaded[key] = (other, byTime.string(15) ?? "")
                 pending.append(other)
             }
@@ -152,6 +159,11 @@ struct AssociationPartReader {
         var found = false
         try withRows(eventExists, [id]) { _ in found = true }
         return found
+    }
+
+    /// The key of the report of a row whose first columns are ``QuakeStore/reportColumns``.
+    static func key(_ row: RawStatement) -> ReportKey {
+        ReportKey(source: row.string(0) ?? "", id: row.string(1) ?? "")
     }
 
     /// The report of a row whose first columns are ``QuakeStore/reportColumns``.
