@@ -86,9 +86,18 @@ extension Database {
         // Each touched event's members before the items, and each report's event before them.
         var membersBefore: [String: [ReportKey]] = [:]
         var eventBefore: [ReportKey: String] = [:]
+        let members = try RawStatement(self, sql: "SELECT source, id FROM reports WHERE event = ?")
         for id in touched where !created.contains(id) {
-            let keys = try Row.fetchAll(cachedStatement(sql: "SELECT source, id FROM reports WHERE event = ?"), arguments: [id])
-                .map { ReportKey(source: $0[0], id: $0[1]) }
+            let keys = try { () throws -> [ReportKey] in
+                var keys: [ReportKey] = []
+                members.reset()
+                members.bind(1, id)
+                defer { members.reset() }  // no statement stays mid-step
+                while try members.step() {
+                    keys.append(ReportKey(source: members.string(0) ?? "", id: members.string(1) ?? ""))
+                }
+                return keys
+            }()
             membersBefore[id] = keys
             for key in keys { eventBefore[key] = id }
         }
