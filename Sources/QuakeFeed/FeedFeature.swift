@@ -46,6 +46,11 @@ extension FeedFeature {
     /// The ids listed in `ids`, without empty entries, in feed order.
     public var aliasIDs: [String] {
         guard let ids else { return [] }
+        // ASCII (every id seen): split over the bytes, as splitting the Characters would.
+        if ids.utf8.allSatisfy({ $0 < 0x80 }) {
+            return ids.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true)
+                .map { String(Substring($0)) }
+        }
         return ids.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
     }
 }
