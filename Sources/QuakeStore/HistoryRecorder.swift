@@ -55,6 +55,10 @@ struct HistoryRecorder {
     /// deleted with its row given (an import's supersede): what the update is computed from if
     /// the transaction brings the quake back. Few entries: supersedes are rare.
     private var rowsBefore: [String: [DatabaseValue]] = [:]
+    /// Whether an update change row of this transaction may lack its filter image: one recorded
+    /// without the row (``recordUpdate(id:fields:row:)``), which ``finish()`` then fills in from
+    /// `quakes` for every update.
+    private var updateWithoutImage = false
     private let insertChange: RawStatement
     /// The common case, an insert's change row, with fewer bindings.
     private let insertInsertChange: RawStatement
@@ -65,8 +69,9 @@ struct HistoryRecorder {
         self.insertChange = try RawStatement(
             db,
             sql: """
-                INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy, atOld)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO historyChanges (token, quakeId, kind, fields, tombstone, reason, supersededBy, atOld,
+                    \(QuakeImage.historyColumns.joined(separator: ", ")))
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?\(String(repeating: ", ?", count: QuakeImage.historyColumns.count)))
                 """)
         self.insertInsertChange = try RawStatement(
             db, sql: "INSERT OR IGNORE INTO historyChanges (token, quakeId, kind) VALUES (?, ?, 'insert')")
@@ -91,7 +96,7 @@ struct HistoryRecorder {
         if sqlite3_changes(db.sqliteConnection) == 0 {
             try coalesce(
                 token: token, id: String(decoding: id, as: UTF8.self), kind: .insert, fields: nil,
-                tombstoneJSON: nil, reason: nil, supersededBy: nil, row: nil)
+                tombstoneJSON: nil, reason: nil, supersededBy: nil, row: nil, image: nil)
         }
     }
 
@@ -100,13 +105,30 @@ struct HistoryRecorder {
         try id.withUTF8 { try recordInsert(id: UnsafeRawBufferPointer($0)) }
     }
 
-    mutating func recordUpdate(id: String, fields: [FieldChange]) throws {
+    /// Records an update. `row`: the quake's whole row after it, as column values in table order
+    /// (``QuakeColumns/values(of:)``), when the caller has it: the change row's filter image is
+    /// written from it, rather than read back from `quakes` when the transaction finishes.
+    mutating func recordUpdate(id: String, fields: [FieldChange], row: [DatabaseValue]? = nil) throws {
         if collected != nil {
             collected!.ids.insert(id)
             return
         }
         if recordsInsertsOfTableAtFinish { return }
-        try record(id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil, row: nil)
+        try record(
+            id: id, kind: .update, fields: fields, tombstone: nil, reason: nil, supersededBy: nil, row: nil,
+            image: row.map(Self.image))
+    }
+
+    /// The filter image (``QuakeImage/columns``, history's `at…` columns) of a row given as
+    /// column values in table order, as ``HistoryImages/fillFromQuakes`` stores it.
+    static func image(_ row: [DatabaseValue]) -> [DatabaseValue] {
+        imageIndexes.map { column, index in
+            column == "sources" && row[index].isNull ? "".databaseValue : row[index]
+        }
+    }
+
+    private static let imageIndexes: [(String, Int)] = QuakeImage.columns.map { column in
+        (column, QuakeColumns.names.firstIndex(of: column)!)
     }
 
     /// Records a delete. `row`, the whole row being deleted, is given when the same transaction may
@@ -205,9 +227,10 @@ struct HistoryRecorder {
             // stored is its image, and that transaction fills the image in (a random read of each
             // inserted row saved: a backfill window inserts thousands).
             let thisToken: StatementArguments = [token]
-            if committed.updated > 0 {
+            if committed.updated > 0, updateWithoutImage {
                 try db.cachedStatement(sql: HistoryImages.fillFromQuakes + " WHERE token = ? AND kind = 'update'").execute(arguments: thisToken)
             }
+            if QuakeStore.checksHistory, committed.updated > 0 { try checkImages(token) }
             if committed.deleted > 0 {
                 try db.cachedStatement(sql: HistoryImages.fillFromTombstones + " WHERE token = ? AND kind = 'delete'").execute(arguments: thisToken)
             }
@@ -241,9 +264,10 @@ struct HistoryRecorder {
 
     private mutating func record(
         id: String, kind: ChangeKind, fields: [FieldChange]?, tombstone: Tombstone?, reason: DeleteReason?,
-        supersededBy: String?, row: FeedFeature?
+        supersededBy: String?, row: FeedFeature?, image: [DatabaseValue]? = nil
     ) throws {
         let token = try currentToken()
+        if kind == .update, image == nil { updateWithoutImage = true }
         let fieldsJSON = try fields.map(Self.fieldsJSON)
         let tombstoneJSON = try tombstone.map(Self.json)
         let oldValues = try fields.flatMap(Self.oldValuesJSON)
@@ -256,11 +280,12 @@ struct HistoryRecorder {
         insertChange.bind(6, reason?.rawValue)
         insertChange.bind(7, supersededBy)
         insertChange.bind(8, oldValues)
+        for (i, value) in (image ?? []).enumerated() { insertChange.bind(Int32(9 + i), value: value) }
         try insertChange.step()
         if db.changesCount == 0 {
             try coalesce(
                 token: token, id: id, kind: kind, fields: fields, tombstoneJSON: tombstoneJSON, reason: reason,
-                supersededBy: supersededBy, row: row)
+                supersededBy: supersededBy, row: row, image: image)
         } else if kind == .delete, let row {
             // The quake's first change in this transaction: the row is as it was before it.
             rowsBefore[id] = QuakeColumns.values(of: row)
@@ -270,7 +295,7 @@ struct HistoryRecorder {
     /// The quake already changed earlier in this transaction: fold the new change into that row.
     private mutating func coalesce(
         token: HistoryToken, id: String, kind: ChangeKind, fields: [FieldChange]?, tombstoneJSON: String?,
-        reason: DeleteReason?, supersededBy: String?, row: FeedFeature?
+        reason: DeleteReason?, supersededBy: String?, row: FeedFeature?, image: [DatabaseValue]?
     ) throws {
         let earlierRow = try Row.fetchOne(
             db, sql: "SELECT kind, fields FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: [token, id])
@@ -283,15 +308,21 @@ struct HistoryRecorder {
         func removeChange() throws {
             try db.execute(sql: "DELETE FROM historyChanges WHERE token = ? AND quakeId = ?", arguments: key)
         }
-        func setUpdate(_ fields: [FieldChange]) throws {
+        // The update's image is the row after this change (nil: finish fills it in).
+        func setUpdate(_ fields: [FieldChange], image: [DatabaseValue]?) throws {
             if fields.isEmpty { return try removeChange() }
+            if image == nil { updateWithoutImage = true }
+            let images = image ?? Array(repeating: .null, count: QuakeImage.historyColumns.count)
             try db.execute(
                 sql: """
                     UPDATE historyChanges SET kind = 'update', fields = ?, tombstone = NULL, reason = NULL,
-                        supersededBy = NULL, atOld = ?
+                        supersededBy = NULL, atOld = ?,
+                        (\(QuakeImage.historyColumns.joined(separator: ", "))) = (\(QuakeImage.historyColumns.map { _ in "?" }.joined(separator: ", ")))
                     WHERE token = ? AND quakeId = ?
                     """,
-                arguments: [try Self.fieldsJSON(fields), try Self.oldValuesJSON(fields), token, id])
+                arguments: StatementArguments(
+                    [try Self.fieldsJSON(fields).databaseValue, try Self.oldValuesJSON(fields).databaseValue] + images
+                        + [token.databaseValue, id.databaseValue]))
         }
         switch (earlier, kind) {
         case (.insert, .update):
@@ -300,7 +331,7 @@ struct HistoryRecorder {
             try removeChange()  // new in this transaction and gone again
         case (.update, .update):
             let before = try JSONDecoder().decode([FieldChange].self, from: Data((earlierRow[1] as String).utf8))
-            try setUpdate(Self.merge(before, fields ?? []))
+            try setUpdate(Self.merge(before, fields ?? []), image: image)
         case (.update, .delete):
             var tombstoneJSON = tombstoneJSON
             if let row {
@@ -332,7 +363,8 @@ struct HistoryRecorder {
                     resultCode: .SQLITE_INTERNAL,
                     message: "history cannot record quake \(id) coming back without its earlier row")
             }
-            try setUpdate(QuakeColumns.changes(from: before, to: QuakeColumns.values(of: QuakeColumns.feature(from: now))))
+            let after = QuakeColumns.values(of: QuakeColumns.feature(from: now))
+            try setUpdate(QuakeColumns.changes(from: before, to: after), image: Self.image(after))
         default:
             // A stored quake inserted, a deleted one changed: the writer lost track of the store.
             throw DatabaseError(
@@ -400,6 +432,28 @@ struct HistoryRecorder {
         if out.isEmpty { return nil }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Debug builds: every update of transaction `token` has the image of its quake's row as the
+    /// transaction leaves it (what ``HistoryImages/fillFromQuakes`` writes), compared column by
+    /// column.
+    private func checkImages(_ token: HistoryToken) throws {
+        let stored = QuakeImage.columns.map { HistoryImages.stored($0, from: "q.\($0)") }
+        let wrong = try String.fetchAll(
+            db,
+            sql: """
+                SELECT h.quakeId FROM historyChanges AS h JOIN quakes AS q ON q.id = h.quakeId
+                WHERE h.token = ? AND h.kind = 'update'
+                    AND (\(QuakeImage.historyColumns.map { "h.\($0)" }.joined(separator: ", ")))
+                        IS NOT (\(stored.joined(separator: ", ")))
+                LIMIT 5
+                """,
+            arguments: [token])
+        guard wrong.isEmpty else {
+            throw DatabaseError(
+                resultCode: .SQLITE_INTERNAL,
+                message: "history's images of \(wrong.joined(separator: ", ")) differ from their rows")
+        }
     }
 
     /// Debug builds: every update of transaction `token` has the `atOld` that SQL makes of its

@@ -906,7 +906,7 @@ struct SourceImport {
         if isCreated {
             try statements.insertQuakeIfNew.run(values)
             if db.changesCount == 1 {
-                try indexAliases(of: feature, replacing: false)
+                try indexAliases(of: feature, replacing: nil)
                 try recorder.recordInsert(id: feature.id)
                 return
             }
@@ -915,21 +915,30 @@ struct SourceImport {
             let fields = QuakeColumns.changes(from: QuakeColumns.values(of: stored), to: values)
             guard !fields.isEmpty else { return }
             try statements.updateQuake.run(values)
-            if stored.ids != feature.ids { try indexAliases(of: feature, replacing: true) }
-            try recorder.recordUpdate(id: feature.id, fields: fields)
+            if stored.ids != feature.ids { try indexAliases(of: feature, replacing: stored) }
+            try recorder.recordUpdate(id: feature.id, fields: fields, row: values)
         } else {
             try statements.insertQuake.run(values)
-            try indexAliases(of: feature, replacing: false)
+            try indexAliases(of: feature, replacing: nil)
             try recorder.recordInsert(id: feature.id)
         }
     }
 
-    /// The alias index (`quakeAliases`) keeps every other id a row lists.
-    private func indexAliases(of feature: FeedFeature, replacing: Bool) throws {
-        if replacing {
-            try statements.deleteAliases.run(feature.id)
+    /// The alias index (`quakeAliases`) keeps every other id a row lists. `stored`: the row this
+    /// one replaces, whose entries are there: only the ids one lists and the other not change
+    /// (an event that gains a report keeps its entries and gains one).
+    private func indexAliases(of feature: FeedFeature, replacing stored: FeedFeature?) throws {
+        let aliases = feature.otherIDs
+        guard let stored else {
+            for alias in aliases { try statements.insertAlias.run(alias, feature.id) }
+            return
         }
-        for alias in feature.otherIDs {
+        let before = Set(stored.otherIDs)
+        let after = Set(aliases)
+        for alias in stored.otherIDs where !after.contains(alias) {
+            try statements.deleteAlias.run(alias, feature.id)
+        }
+        for alias in aliases where !before.contains(alias) {
             try statements.insertAlias.run(alias, feature.id)
         }
     }
@@ -952,7 +961,7 @@ struct SourceStatements {
     let insertQuakeIfNew: RawStatement
     let updateQuake: RawStatement
     let deleteQuake: RawStatement
-    let deleteAliases: RawStatement
+    let deleteAlias: RawStatement
     let insertAlias: RawStatement
     private let selectUsgsRow: RawStatement
 
@@ -973,8 +982,11 @@ struct SourceStatements {
         insertEvent = try RawStatement(
             db,
             sql: """
-                INSERT OR REPLACE INTO sourceEvents (id, created, preferredSource, preferredId)
-                VALUES (?, ?, ?, ?)
+                INSERT INTO sourceEvents (id, created, preferredSource, preferredId) VALUES (?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET created = excluded.created,
+                    preferredSource = excluded.preferredSource, preferredId = excluded.preferredId
+                WHERE (created, preferredSource, preferredId)
+                    IS NOT (excluded.created, excluded.preferredSource, excluded.preferredId)
                 """)
         deleteEvent = try RawStatement(db, sql: "DELETE FROM sourceEvents WHERE id = ?")
         setReportEvent = try RawStatement(
@@ -987,7 +999,7 @@ struct SourceStatements {
         updateQuake = try RawStatement(
             db, sql: "UPDATE quakes SET \(QuakeColumns.assignments), feedHash = NULL WHERE id = ?1")
         deleteQuake = try RawStatement(db, sql: "DELETE FROM quakes WHERE id = ?")
-        deleteAliases = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE quakeId = ?")
+        deleteAlias = try RawStatement(db, sql: "DELETE FROM quakeAliases WHERE alias = ? AND quakeId = ?")
         insertAlias = try RawStatement(db, sql: "INSERT OR IGNORE INTO quakeAliases (alias, quakeId) VALUES (?, ?)")
         selectUsgsRow = try RawStatement(db, sql: "SELECT \(QuakeColumns.list) FROM usgsReports WHERE id = ?")
     }
