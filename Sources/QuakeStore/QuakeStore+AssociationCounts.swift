@@ -88,16 +88,8 @@ extension Database {
         var eventBefore: [ReportKey: String] = [:]
         let members = try RawStatement(self, sql: "SELECT source, id FROM reports WHERE event = ?")
         for id in touched where !created.contains(id) {
-            let keys = try { () throws -> [ReportKey] in
-                var keys: [ReportKey] = []
-                members.reset()
-                members.bind(1, id)
-                defer { members.reset() }  // no statement stays mid-step
-                while try members.step() {
-                    keys.append(ReportKey(source: members.string(0) ?? "", id: members.string(1) ?? ""))
-                }
-                return keys
-            }()
+            var keys: [ReportKey] = []
+            try members.forEachRow([id]) { keys.append(AssociationPartReader.key($0)) }
             membersBefore[id] = keys
             for key in keys { eventBefore[key] = id }
         }

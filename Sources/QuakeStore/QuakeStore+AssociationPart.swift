@@ -67,7 +67,7 @@ struct AssociationPartReader {
         // A row's key is read first: most rows found are reports loaded already (an event's
         // members are each other's neighbours), and a whole report is built only for a new one.
         func read(_ statement: RawStatement, _ values: String...) throws {
-            try withRows(statement, values) { row in
+            try statement.forEachRow(values) { row in
                 let key = Self.key(row)
                 guard loaded[key] == nil else { return }
                 let report = Self.report(row)
@@ -126,7 +126,7 @@ struct AssociationPartReader {
         var storedEvents: [AssociationSnapshot.StoredEvent] = []
         for id in events.sorted() {
             // A report in no stored event (no row here) is regrouped.
-            try withRows(event, [id]) { row in
+            try event.forEachRow([id]) { row in
                 let preferred: ReportKey? =
                     if let source = row.string(1), let preferredID = row.string(2) {
                         ReportKey(source: source, id: preferredID)
@@ -139,7 +139,7 @@ struct AssociationPartReader {
         }
         var tombstones: [AssociationSnapshot.Tombstone] = []
         for key in keys.sorted() {
-            try withRows(tombstone, [key.source, key.id]) { row in
+            try tombstone.forEachRow([key.source, key.id]) { row in
                 if let updated = row.int64(0) {
                     tombstones.append(AssociationSnapshot.Tombstone(key: key, updated: updated))
                 }
@@ -157,11 +157,12 @@ struct AssociationPartReader {
     /// Whether a stored event has the id `id`: asked of the ids of events outside the part.
     func isStoredEvent(_ id: String) throws -> Bool {
         var found = false
-        try withRows(eventExists, [id]) { _ in found = true }
+        try eventExists.forEachRow([id]) { _ in found = true }
         return found
     }
 
-    /// The key of the report of a row whose first columns are ``QuakeStore/reportColumns``.
+    /// The key of the report of a row whose first columns are `source, id` (as
+    /// ``QuakeStore/reportColumns`` begin).
     static func key(_ row: RawStatement) -> ReportKey {
         ReportKey(source: row.string(0) ?? "", id: row.string(1) ?? "")
     }
@@ -188,7 +189,7 @@ extension AssociationPartReader {
     /// The ids of the stored events holding a report whose id is `id`.
     func events(holdingReportID id: String) throws -> Set<String> {
         var result = Set<String>()
-        try withRows(byID, [id]) { result.insert($0.string(15) ?? "") }
+        try byID.forEachRow([id]) { result.insert($0.string(15) ?? "") }
         return result
     }
 
@@ -196,12 +197,12 @@ extension AssociationPartReader {
     /// and its preferred report (the stored one, else the one the configuration prefers).
     func storedEvent(_ id: String) throws -> (event: Event, members: [SourceReport])? {
         var members: [SourceReport] = []
-        try withRows(byEvent, [id]) { members.append(Self.report($0)) }
+        try byEvent.forEachRow([id]) { members.append(Self.report($0)) }
         guard !members.isEmpty else { return nil }
         members.sort { ReportKey($0) < ReportKey($1) }
         var created: UInt64 = 0
         var preferredKey: ReportKey?
-        try withRows(event, [id]) { row in
+        try event.forEachRow([id]) { row in
             created = UInt64(max(0, row.int64(0) ?? 0))
             if let source = row.string(1), let preferredID = row.string(2) {
                 preferredKey = ReportKey(source: source, id: preferredID)
@@ -209,15 +210,6 @@ extension AssociationPartReader {
         }
         let preferred = members.first { ReportKey($0) == preferredKey } ?? configuration.preferred(members)
         return (Event(id: id, reports: members.map(ReportKey.init), preferred: preferred, created: created), members)
-    }
-
-    /// Runs `statement` with `values` bound to its parameters, `body` for each row, and leaves
-    /// it reset (no statement stays mid-step).
-    private func withRows(_ statement: RawStatement, _ values: [String], _ body: (RawStatement) -> Void) throws {
-        statement.reset()
-        for (i, value) in values.enumerated() { statement.bind(Int32(i + 1), value) }
-        defer { statement.reset() }
-        while try statement.step() { body(statement) }
     }
 }
 

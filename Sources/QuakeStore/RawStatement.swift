@@ -124,4 +124,13 @@ extension RawStatement {
     func run(_ values: DatabaseValueConvertible?...) throws {
         try run(values.map { $0?.databaseValue ?? .null })
     }
+
+    /// Runs with the texts `values` bound to parameters 1...n, `body` for each row, and leaves the
+    /// statement reset (no statement stays mid-step).
+    func forEachRow(_ values: [String], _ body: (RawStatement) -> Void) throws {
+        reset()
+        for (i, value) in values.enumerated() { bind(Int32(i + 1), value) }
+        defer { reset() }
+        while try step() { body(self) }
+    }
 }
