@@ -122,9 +122,7 @@ struct HistoryRecorder {
     /// The filter image (``QuakeImage/columns``, history's `at…` columns) of a row given as
     /// column values in table order, as ``HistoryImages/fillFromQuakes`` stores it.
     static func image(_ row: [DatabaseValue]) -> [DatabaseValue] {
-        imageIndexes.map { column, index in
-            column == "sources" && row[index].isNull ? "".databaseValue : row[index]
-        }
+        imageIndexes.map { column, index in HistoryImages.stored(column, value: row[index]) }
     }
 
     private static let imageIndexes: [(String, Int)] = QuakeImage.columns.map { column in

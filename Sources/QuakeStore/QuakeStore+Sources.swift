@@ -933,9 +933,10 @@ struct SourceImport {
             for alias in aliases { try statements.insertAlias.run(alias, feature.id) }
             return
         }
-        let before = Set(stored.otherIDs)
+        let storedAliases = stored.otherIDs
+        let before = Set(storedAliases)
         let after = Set(aliases)
-        for alias in stored.otherIDs where !after.contains(alias) {
+        for alias in storedAliases where !after.contains(alias) {
             try statements.deleteAlias.run(alias, feature.id)
         }
         for alias in aliases where !before.contains(alias) {

@@ -531,8 +531,15 @@ enum HistoryImages {
     /// The quake's value of image column `column` as history keeps it: no agencies as '' (a NULL
     /// `atSources` is unknown, migration v13).
     static func stored(_ column: String, from expression: String) -> String {
-        column == "sources" ? "coalesce(\(expression), '')" : expression
+        storesNullAsEmpty(column) ? "coalesce(\(expression), '')" : expression
     }
+
+    /// ``stored(_:from:)`` for a value in hand (the recorder's images).
+    static func stored(_ column: String, value: DatabaseValue) -> DatabaseValue {
+        storesNullAsEmpty(column) && value.isNull ? "".databaseValue : value
+    }
+
+    private static func storesNullAsEmpty(_ column: String) -> Bool { column == "sources" }
 
     static func assigned(_ columns: [String]) -> String {
         "(" + columns.map(QuakeImage.historyColumn).joined(separator: ", ") + ")"
